@@ -1,0 +1,98 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvbatch top-level Makefile. See README.md ("Build") for the variables.
+#
+#   make                       build kvbatch.ko for KERNELRELEASE
+#   make KERNELRELEASE=<ver>   build for another installed kernel
+#   make KDIR=<dir> KSRC=<dir> use another build tree / kernel source tree
+#   make all-kernels           build for every supported installed kernel
+#   make test                  the test suite (what .ci/run runs)
+#   make demo                  the main job: boot a guest, use kvbatch, fio
+#   make checkpatch sparse     static checks
+#   make clean
+
+TOP		:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
+BUILD		:= $(TOP)/build
+
+# Debian kernels kvbatch supports and tests: the newest 6.1 and 6.12 in /boot.
+newest_krel	= $(lastword $(sort $(patsubst /boot/vmlinuz-%,%,$(wildcard /boot/vmlinuz-$(1)))))
+KREL_61		:= $(call newest_krel,6.1.*-amd64)
+KREL_612	:= $(call newest_krel,6.12.*-amd64)
+SUPPORTED_KRELS	:= $(strip $(KREL_61) $(KREL_612))
+
+# Default: the running kernel if its build tree is installed, else the 6.1
+# kernel the guest boots.
+ifeq ($(origin KERNELRELEASE),undefined)
+  ifneq ($(wildcard /lib/modules/$(shell uname -r)/build/Makefile),)
+    KERNELRELEASE := $(shell uname -r)
+  else
+    KERNELRELEASE := $(KREL_61)
+  endif
+endif
+KREL		:= $(KERNELRELEASE)
+KDIR		?= /lib/modules/$(KREL)/build
+OBJDIR		:= $(BUILD)/$(KREL)
+
+# Private block/ headers: from KSRC if given, else unpacked from the
+# matching Debian linux-source package into the build cache.
+ifneq ($(KSRC),)
+  KVB_BLOCK_INC	:= $(abspath $(KSRC))/block
+  KSRC_DIR	:= $(abspath $(KSRC))
+else
+  KSRC_DIR	:= $(BUILD)/ksrc/$(KREL)
+  KVB_BLOCK_INC	:= $(KSRC_DIR)/block
+endif
+
+SOURCES		:= Kbuild kv-sched.c kv-sched.h kv-compat.h scripts
+CSOURCES	:= kv-sched.c kv-sched.h kv-compat.h
+
+.PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
+	deps clean help
+
+all: modules
+
+help:
+	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+
+deps:
+	@$(TOP)/scripts/install-deps.sh
+
+prepare:
+	@test -n "$(KREL)" || { echo "kvbatch: no kernel to build for: apt-get install linux-image-amd64 linux-headers-amd64 (or pass KERNELRELEASE=)" >&2; exit 1; }
+	@test -f "$(KDIR)/Makefile" || { echo "kvbatch: no build tree for $(KREL) in $(KDIR): apt-get install linux-headers-$(KREL) (or pass KDIR=)" >&2; exit 1; }
+ifeq ($(KSRC),)
+	@$(TOP)/scripts/ksrc-prepare.sh $(KREL) $(KSRC_DIR)
+else
+	@test -f "$(KVB_BLOCK_INC)/elevator.h" || { echo "kvbatch: $(KVB_BLOCK_INC)/elevator.h not found: KSRC must be the kernel source tree of $(KREL)" >&2; exit 1; }
+endif
+	@mkdir -p $(OBJDIR)
+	@for f in $(SOURCES); do ln -sfn $(TOP)/$$f $(OBJDIR)/$$f; done
+
+modules: prepare
+	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) modules
+	@echo "  BUILT   $(OBJDIR)/kvbatch.ko"
+
+all-kernels:
+	@test -n "$(SUPPORTED_KRELS)" || { echo "kvbatch: no supported kernel in /boot: run scripts/install-deps.sh" >&2; exit 1; }
+	@for k in $(SUPPORTED_KRELS); do \
+		$(MAKE) -C $(TOP) --no-print-directory KERNELRELEASE=$$k modules || exit 1; \
+	done
+
+# checkpatch.pl comes from the kernel source package of the target kernel.
+checkpatch: prepare
+	$(KSRC_DIR)/scripts/checkpatch.pl --strict --no-tree --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
+		-f $(addprefix $(TOP)/,$(CSOURCES))
+
+sparse: prepare
+	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) C=2 \
+		CHECK=sparse modules
+
+test: deps
+	@$(TOP)/selftests/run-all.sh
+
+demo: deps
+	@$(TOP)/tools/kvdemo
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvbatch: the elevator API differences between the kernels kvbatch builds
+ * for, in one place. The KVB_* feature macros come from kv-probe.h, which
+ * scripts/kv-probe.sh generates by reading the headers actually compiled
+ * against. Only the 6.1 and 6.12 branches are exercised by the test suite;
+ * the newer ones follow the changes listed in the project's kernel notes.
+ */
+#ifndef _KV_COMPAT_H
+#define _KV_COMPAT_H
+
+#include <linux/blk-mq.h>
+#include <linux/sbitmap.h>
+
+#include "elevator.h"
+#include "blk-mq.h"
+#include "kv-probe.h"
+
+/* struct blk_mq_tags moved to <linux/blk-mq.h> when this header went away. */
+#ifdef KVB_HAVE_BLK_MQ_TAG_H
+#include "blk-mq-tag.h"
+#endif
+
+/* insert_requests(): a bool at_head up to 6.4, blk_insert_t flags since. */
+#ifdef KVB_HAVE_BLK_INSERT_T
+#define KVB_INSERT_T	blk_insert_t
+
+static inline bool kvb_insert_at_head(blk_insert_t flags)
+{
+	return flags & BLK_MQ_INSERT_AT_HEAD;
+}
+#else
+#define KVB_INSERT_T	bool
+
+static inline bool kvb_insert_at_head(bool at_head)
+{
+	return at_head;
+}
+#endif
+
+/*
+ * True when the core ran our prepare_request() for @rq and will call
+ * finish_request() for it. Flush and passthrough requests never are; they
+ * can still reach insert_requests() (plugged passthrough on 6.12) and are
+ * then only passed through, never accounted.
+ */
+static inline bool kvb_rq_is_sched(const struct request *rq)
+{
+#ifdef RQF_USE_SCHED
+	return !!(rq->rq_flags & RQF_USE_SCHED);
+#else
+	return !!(rq->rq_flags & RQF_ELVPRIV);
+#endif
+}
+
+/*
+ * init_sched(): up to 6.16.3 the elevator allocates the elevator_queue and
+ * publishes it in q->elevator; from 6.16.4 the core does both.
+ */
+#ifdef KVB_INIT_SCHED_TAKES_EQ
+#define KVB_INIT_ARG_T	struct elevator_queue *
+
+static inline struct elevator_queue *
+kvb_elevator_alloc(struct request_queue *q, struct elevator_queue *eq)
+{
+	return eq;
+}
+
+static inline void kvb_elevator_free(struct elevator_queue *eq)
+{
+}
+
+static inline void kvb_elevator_publish(struct request_queue *q,
+					struct elevator_queue *eq)
+{
+}
+#else
+#define KVB_INIT_ARG_T	struct elevator_type *
+
+static inline struct elevator_queue *
+kvb_elevator_alloc(struct request_queue *q, struct elevator_type *e)
+{
+	return elevator_alloc(q, e);
+}
+
+static inline void kvb_elevator_free(struct elevator_queue *eq)
+{
+	kobject_put(&eq->kobj);
+}
+
+static inline void kvb_elevator_publish(struct request_queue *q,
+					struct elevator_queue *eq)
+{
+	q->elevator = eq;
+}
+#endif
+
+/* depth_updated(): per hardware context up to 6.17.3, per queue since. */
+#ifdef KVB_DEPTH_UPDATED_TAKES_Q
+#define KVB_DEPTH_ARG_T	struct request_queue *
+
+static inline struct request_queue *kvb_depth_arg_queue(struct request_queue *q)
+{
+	return q;
+}
+#else
+#define KVB_DEPTH_ARG_T	struct blk_mq_hw_ctx *
+
+static inline struct request_queue *
+kvb_depth_arg_queue(struct blk_mq_hw_ctx *hctx)
+{
+	return hctx->queue;
+}
+#endif
+
+/*
+ * Size of the scheduler tag pool. Read from the sbitmap rather than from
+ * q->nr_requests: on 6.1, depth_updated() runs before the core stores the
+ * new nr_requests.
+ */
+static inline unsigned int kvb_sched_depth(struct blk_mq_hw_ctx *hctx)
+{
+	return hctx->sched_tags->bitmap_tags.sb.depth;
+}
+
+/*
+ * limit_depth() returns a tag budget in requests; convert it to what the
+ * core's shallow_depth means on this kernel: bits of one sbitmap word
+ * (6.1..6.12 before the sbitmap rework) or bits of the whole map.
+ */
+static inline unsigned int kvb_shallow_depth(struct blk_mq_hw_ctx *hctx,
+					     unsigned int depth)
+{
+#ifdef KVB_SHALLOW_DEPTH_PER_WORD
+	struct sbitmap_queue *bt = &hctx->sched_tags->bitmap_tags;
+	unsigned int nr = bt->sb.depth;
+
+	return max(1U, ((depth << bt->sb.shift) + nr - 1) / nr);
+#else
+	return max(1U, depth);
+#endif
+}
+
+/* Our shallow depths never go below one request. */
+static inline void kvb_set_min_shallow_depth(struct request_queue *q,
+					     struct blk_mq_hw_ctx *hctx)
+{
+#ifdef KVB_HAVE_MIN_SHALLOW_DEPTH_Q
+	blk_mq_set_min_shallow_depth(q, 1);
+#else
+	sbitmap_queue_min_shallow_depth(&hctx->sched_tags->bitmap_tags, 1);
+#endif
+}
+
+#endif /* _KV_COMPAT_H */
