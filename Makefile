@@ -47,9 +47,12 @@ SOURCES		:= Kbuild kv-sched.c kv-sched.h kv-compat.h scripts
 CSOURCES	:= kv-sched.c kv-sched.h kv-compat.h
 
 .PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
-	deps clean help
+	deps clean help print-kernels selftests-bin
 
 all: modules
+
+print-kernels:
+	@echo $(SUPPORTED_KRELS)
 
 help:
 	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
@@ -87,6 +90,16 @@ checkpatch: prepare
 sparse: prepare
 	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) C=2 \
 		CHECK=sparse modules
+
+# Userspace helpers the selftests run in the guest.
+SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio
+USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
+
+selftests-bin: $(SELFTEST_BINS)
+
+$(BUILD)/selftests/kvb_seqio: $(TOP)/selftests/kvb_seqio.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -luring
 
 test: deps
 	@$(TOP)/selftests/run-all.sh

@@ -56,17 +56,14 @@ enum {
 	KVB_RQ_INFLIGHT		= 1UL << 2,
 };
 
-/*
- * Cumulative counters. All but completed and requeued are only touched
- * under kvb_data.lock; those two are updated from completion context.
- */
+/* Cumulative counters, only touched under kvb_data.lock. */
 struct kvb_stats {
 	u64		inserted;
 	u64		merged;
+	u64		bio_back_merges;
+	u64		bio_front_merges;
 	u64		dispatched;
 	u64		bypassed;
-	atomic64_t	requeued;
-	atomic64_t	completed;
 };
 
 struct kvb_data {
@@ -99,6 +96,9 @@ struct kvb_data {
 
 	unsigned int		tun[KVB_NR_TUNABLES];
 	struct kvb_stats	stats;
+	/* Counted from completion context, without the lock. */
+	atomic64_t		requeued;
+	atomic64_t		completed;
 };
 
 static const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
@@ -350,7 +350,7 @@ static void kvb_finish_request(struct request *rq)
 
 	if (state & KVB_RQ_INFLIGHT) {
 		atomic_dec(&kd->inflight);
-		atomic64_inc(&kd->stats.completed);
+		atomic64_inc(&kd->completed);
 	}
 	kvb_rq_set_state(rq, 0);
 }
@@ -364,7 +364,7 @@ static void kvb_requeue_request(struct request *rq)
 {
 	struct kvb_data *kd = rq->q->elevator->elevator_data;
 
-	atomic64_inc(&kd->stats.requeued);
+	atomic64_inc(&kd->requeued);
 }
 
 static int kvb_request_merge(struct request_queue *q, struct request **rq,
@@ -397,8 +397,14 @@ static void kvb_request_merged(struct request_queue *q, struct request *req,
 
 	lockdep_assert_held(&kd->lock);
 
+	if (type == ELEVATOR_BACK_MERGE)
+		kd->stats.bio_back_merges++;
+	if (type != ELEVATOR_FRONT_MERGE)
+		return;
+	kd->stats.bio_front_merges++;
+
 	/* A front merge moved the start sector: re-sort. */
-	if (type == ELEVATOR_FRONT_MERGE && !RB_EMPTY_NODE(&req->rb_node)) {
+	if (!RB_EMPTY_NODE(&req->rb_node)) {
 		elv_rb_del(kvb_sort_root(kd, req), req);
 		elv_rb_add(kvb_sort_root(kd, req), req);
 	}
@@ -525,8 +531,8 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 		kd->sort[i] = RB_ROOT;
 	}
 	atomic_set(&kd->inflight, 0);
-	atomic64_set(&kd->stats.requeued, 0);
-	atomic64_set(&kd->stats.completed, 0);
+	atomic64_set(&kd->requeued, 0);
+	atomic64_set(&kd->completed, 0);
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;
 	kd->sched_depth = q->nr_requests;
@@ -680,25 +686,24 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct kvb_data *kd = q->elevator->elevator_data;
-	u64 inserted, merged, dispatched, bypassed;
+	struct kvb_stats st;
 	unsigned int queued;
 
 	spin_lock(&kd->lock);
-	inserted = kd->stats.inserted;
-	merged = kd->stats.merged;
-	dispatched = kd->stats.dispatched;
-	bypassed = kd->stats.bypassed;
+	st = kd->stats;
 	queued = kd->nr_queued;
 	spin_unlock(&kd->lock);
 
-	seq_printf(m, "inserted %llu\n", inserted);
-	seq_printf(m, "merged %llu\n", merged);
-	seq_printf(m, "dispatched %llu\n", dispatched);
+	seq_printf(m, "inserted %llu\n", st.inserted);
+	seq_printf(m, "merged %llu\n", st.merged);
+	seq_printf(m, "bio_back_merges %llu\n", st.bio_back_merges);
+	seq_printf(m, "bio_front_merges %llu\n", st.bio_front_merges);
+	seq_printf(m, "dispatched %llu\n", st.dispatched);
 	seq_printf(m, "requeued %lld\n",
-		   (long long)atomic64_read(&kd->stats.requeued));
+		   (long long)atomic64_read(&kd->requeued));
 	seq_printf(m, "completed %lld\n",
-		   (long long)atomic64_read(&kd->stats.completed));
-	seq_printf(m, "bypassed %llu\n", bypassed);
+		   (long long)atomic64_read(&kd->completed));
+	seq_printf(m, "bypassed %llu\n", st.bypassed);
 	seq_printf(m, "queued %u\n", queued);
 	seq_printf(m, "inflight %d\n", atomic_read(&kd->inflight));
 	return 0;

@@ -1,0 +1,60 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Switch every test disk between kvbatch and the other schedulers SWITCHES
+# times while verified fio writers and readers run on it. Each switch
+# drains and frees a kvbatch instance with requests in flight; fio must
+# finish with every byte verified and no I/O error.
+source "$(dirname "$0")/lib.sh"
+
+SWITCHES=${SWITCHES:-50}
+# Long enough for the switches to happen under load on a TCG guest.
+RUNTIME=${RUNTIME:-20}
+
+kvb_require_root
+kvb_require_cmd fio
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+kvb_nullb_setup || log "null_blk unavailable"
+mapfile -t disks < <(kvb_test_disks)
+[ ${#disks[@]} -gt 0 ] || ktap_exit_skip "no test disk"
+modprobe -q kyber-iosched 2>/dev/null
+modprobe -q bfq 2>/dev/null
+
+ktap_print_header
+ktap_set_plan $((${#disks[@]} * 2))
+
+# The peers present on this kernel, kvbatch between each of them.
+peers=()
+for s in none mq-deadline kyber bfq; do
+	grep -qw -- "$s" "/sys/block/${disks[0]}/queue/scheduler" && peers+=("$s")
+done
+log "switching between kvbatch and: ${peers[*]}"
+
+switch_loop() {
+	local d=$1 i p
+
+	for i in $(seq "$SWITCHES"); do
+		p=${peers[$((i % ${#peers[@]}))]}
+		kvb_set_sched "$d" kvbatch || { log "$d: switch $i to kvbatch"; return 1; }
+		sleep 0.$((RANDOM % 3))
+		kvb_set_sched "$d" "$p" || { log "$d: switch $i to $p"; return 1; }
+	done
+	kvb_set_sched "$d" kvbatch
+}
+
+for d in "${disks[@]}"; do
+	(kvb_fio "$d-switch" --filename="/dev/$d" --rw=randrw --rwmixread=50 \
+		--bsrange=4k-32k --direct=1 --ioengine=libaio --iodepth=32 \
+		--numjobs=2 --offset_increment=64M --size=64M --time_based \
+		--runtime="$RUNTIME" --verify=crc32c --verify_backlog=128 \
+		--group_reporting) &
+	fio_pid=$!
+	sleep 1
+	ktap_check "$d: $SWITCHES switches to and from kvbatch under load" \
+		switch_loop "$d"
+	ktap_check "$d: fio verified every byte with no I/O error" wait "$fio_pid"
+	kvb_set_sched "$d" none
+done
+
+kvb_nullb_teardown
+ktap_finished

@@ -1,0 +1,117 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# sysfs tunables: each knob round-trips its minimum, its maximum and its
+# default; each bad input (garbage, sign, fraction, hex, out of range,
+# overflow, empty line, a huge string) fails with EINVAL and leaves the value
+# unchanged. Also checks that the debugfs state files exist.
+source "$(dirname "$0")/lib.sh"
+
+# name default min max: must match kvb_tunables[] in kv-sched.c.
+KNOBS=(
+	"write_expire_ms 5000 1 600000"
+	"writes_starved 2 0 1024"
+	"front_merges 1 0 1"
+	"async_depth 0 0 65536"
+)
+
+kvb_require_root
+disk=nvme0n1
+[ -b /dev/$disk ] || ktap_exit_skip "no /dev/$disk"
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+
+ktap_print_header
+ktap_set_plan $((${#KNOBS[@]} * 3 + 3))
+
+kvb_set_sched $disk kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+dir=/sys/block/$disk/queue/iosched
+
+only_known_knobs() {
+	local want have
+
+	want=$(for k in "${KNOBS[@]}"; do echo "${k%% *}"; done | sort)
+	have=$(ls "$dir" | sort)
+	[ "$want" = "$have" ] || { log "knobs: want [$want] have [$have]"; return 1; }
+}
+ktap_check "iosched/ holds exactly the documented knobs" only_known_knobs
+
+roundtrip() {
+	local f=$1 v
+
+	for v in "${@:2}"; do
+		echo "$v" > "$f" || { log "$f: write $v failed"; return 1; }
+		[ "$(cat "$f")" = "$v" ] || { log "$f: wrote $v, read $(cat "$f")"; return 1; }
+	done
+}
+
+# write_rejected FILE VALUE: the write must fail with EINVAL.
+write_rejected() {
+	local f=$1 v=$2 err
+
+	err=$( { printf '%s' "$v" > "$f"; } 2>&1 ) && return 1
+	case "$err" in
+	*"Invalid argument"*) return 0 ;;
+	*) log "$f <- '${v:0:20}': unexpected error: $err"; return 1 ;;
+	esac
+}
+
+# Below the page size, so the core hands it to our store (longer writes
+# are refused by kernfs itself with E2BIG).
+huge=$(head -c 4000 /dev/zero | tr '\0' 7)
+bad_inputs() {
+	local f=$1 max=$2 before v
+
+	before=$(cat "$f")
+	for v in abc -1 1.5 0x10 " 5" "5 5" $'\n' "$((max + 1))" \
+		 4294967296 99999999999999999999 "$huge" "1e3" "+-1"; do
+		write_rejected "$f" "$v" || { log "$f accepted '${v:0:20}'"; return 1; }
+		[ "$(cat "$f")" = "$before" ] || { log "$f changed after '${v:0:20}'"; return 1; }
+	done
+}
+
+for k in "${KNOBS[@]}"; do
+	read -r name def min max <<< "$k"
+	f=$dir/$name
+	ktap_check "$name: default is $def" test "$(cat "$f" 2>/dev/null)" = "$def"
+	ktap_check "$name: $min and $max round-trip" roundtrip "$f" "$min" "$max" "$def"
+	ktap_check "$name: bad input -> EINVAL, value unchanged" bad_inputs "$f" "$max"
+done
+
+dbg=/sys/kernel/debug/block/$disk/sched
+debugfs_files() {
+	local f
+
+	for f in stats depth dispatch read_fifo write_fifo; do
+		[ -r "$dbg/$f" ] || { log "missing $dbg/$f"; return 1; }
+		cat "$dbg/$f" > /dev/null || return 1
+	done
+}
+ktap_check "debugfs state files readable" debugfs_files
+
+# Knob changes under load must be safe.
+knobs_under_load() {
+	local pid i rc
+
+	(cd "$KVB_SCRATCH" && fio --name=load --filename=/dev/$disk --rw=randrw \
+		--bs=4k --size=16M --direct=1 --ioengine=libaio --iodepth=16 \
+		--runtime=8 --time_based --verify=crc32c --verify_fatal=1 \
+		--output=/dev/null) &
+	pid=$!
+	for i in $(seq 200); do
+		echo $((RANDOM % 2)) > $dir/front_merges
+		echo $((RANDOM % 8)) > $dir/writes_starved
+		echo $((RANDOM % 64)) > $dir/async_depth
+		echo $((1 + RANDOM % 5000)) > $dir/write_expire_ms
+	done
+	wait $pid
+	rc=$?
+	for k in "${KNOBS[@]}"; do
+		read -r name def _ <<< "$k"
+		echo "$def" > "$dir/$name"
+	done
+	return $rc
+}
+ktap_check "random valid knob writes under verified load" knobs_under_load
+
+kvb_set_sched $disk none
+ktap_finished

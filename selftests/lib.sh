@@ -1,0 +1,163 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Helpers for kvbatch selftests. Each test sources this file, reports its
+# checks with ktap_* and ends with ktap_finished. Conventions follow
+# tools/testing/selftests: KTAP output, exit 0 pass, 1 fail, 4 skip.
+
+KSFT_PASS=0
+KSFT_FAIL=1
+KSFT_SKIP=4
+
+KVB_ROOT=${KVB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
+KVB_KREL=${KVB_KREL:-$(uname -r)}
+KVB_KO=${KVB_KO:-$KVB_ROOT/build/$KVB_KREL/kvbatch.ko}
+# fio writes verify state and scratch files into the working directory.
+KVB_SCRATCH=${KVB_SCRATCH:-$(mktemp -d /tmp/kvb-test.XXXXXX)}
+
+_ktap_planned=0
+_ktap_n=0
+_ktap_pass=0
+_ktap_fail=0
+_ktap_skip=0
+
+ktap_print_header() {
+	echo "TAP version 13"
+}
+
+ktap_set_plan() {
+	_ktap_planned=$1
+	echo "1..$1"
+}
+
+ktap_test_pass() {
+	_ktap_n=$((_ktap_n + 1)); _ktap_pass=$((_ktap_pass + 1))
+	echo "ok $_ktap_n $*"
+}
+
+ktap_test_fail() {
+	_ktap_n=$((_ktap_n + 1)); _ktap_fail=$((_ktap_fail + 1))
+	echo "not ok $_ktap_n $*"
+}
+
+ktap_test_skip() {
+	_ktap_n=$((_ktap_n + 1)); _ktap_skip=$((_ktap_skip + 1))
+	echo "ok $_ktap_n # SKIP $*"
+}
+
+# ktap_check DESCRIPTION COMMAND...: one test point from a command's status.
+ktap_check() {
+	local desc=$1
+
+	shift
+	if "$@"; then
+		ktap_test_pass "$desc"
+	else
+		ktap_test_fail "$desc"
+	fi
+}
+
+ktap_exit_skip() {
+	echo "ok 1 # SKIP $*"
+	exit $KSFT_SKIP
+}
+
+ktap_finished() {
+	if [ "$_ktap_planned" -ne "$_ktap_n" ]; then
+		echo "# planned $_ktap_planned test points, ran $_ktap_n"
+		_ktap_fail=$((_ktap_fail + 1))
+	fi
+	echo "# totals: pass:$_ktap_pass fail:$_ktap_fail skip:$_ktap_skip"
+	rm -rf "$KVB_SCRATCH"
+	[ "$_ktap_fail" -eq 0 ] && exit $KSFT_PASS
+	exit $KSFT_FAIL
+}
+
+log() {
+	echo "# $*"
+}
+
+# Skip the whole test, with the reason, unless we are root in a guest that
+# can safely have its devices reconfigured.
+kvb_require_root() {
+	[ "$(id -u)" -eq 0 ] || ktap_exit_skip "needs root"
+}
+
+kvb_require_cmd() {
+	local c
+
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || ktap_exit_skip "$c not installed"
+	done
+}
+
+kvb_loaded() {
+	[ -d /sys/module/kvbatch ]
+}
+
+kvb_load() {
+	kvb_loaded && return 0
+	[ -f "$KVB_KO" ] || { log "missing $KVB_KO"; return 1; }
+	insmod "$KVB_KO"
+}
+
+# Current scheduler of a disk (the bracketed name).
+kvb_sched_of() {
+	sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$1/queue/scheduler"
+}
+
+# kvb_set_sched DISK NAME: select NAME, report whether it took.
+kvb_set_sched() {
+	echo "$2" > "/sys/block/$1/queue/scheduler" 2>/dev/null &&
+		[ "$(kvb_sched_of "$1")" = "$2" ]
+}
+
+# A memory-backed null_blk (nullb0) with a few tags and timer completions:
+# requests complete asynchronously, as on a real device, and data written
+# can be read back and verified. Extra module parameters override these.
+kvb_nullb_setup() {
+	if [ -b /dev/nullb0 ]; then
+		return 0
+	fi
+	modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=2 \
+		hw_queue_depth=8 memory_backed=1 gb=1 irqmode=2 \
+		completion_nsec=20000 "$@" || return 1
+	udevadm settle 2>/dev/null || true
+	[ -b /dev/nullb0 ]
+}
+
+kvb_nullb_teardown() {
+	local d
+
+	for d in /sys/block/nullb*; do
+		[ -e "$d" ] || continue
+		echo none > "$d/queue/scheduler" 2>/dev/null || true
+	done
+	modprobe -r null_blk 2>/dev/null || true
+}
+
+# The test disks: the QEMU NVMe namespace and a null_blk device.
+kvb_test_disks() {
+	local d
+
+	for d in nvme0n1 nullb0; do
+		[ -b "/dev/$d" ] && echo "$d"
+	done
+}
+
+# kvb_fio NAME FIO-ARGS...: run fio from the scratch directory (it writes
+# verify state there) with a log kept for failures. Returns fio's status,
+# which is nonzero on any I/O or verify error (verify_fatal).
+kvb_fio() {
+	local name=$1 rc
+
+	shift
+	(cd "$KVB_SCRATCH" && fio --name="$name" --output="$KVB_SCRATCH/$name.log" \
+		--verify_fatal=1 --exitall_on_error=1 "$@") >/dev/null 2>&1
+	rc=$?
+	if [ $rc -ne 0 ]; then
+		log "fio $name failed (status $rc):"
+		sed 's/^/#   /' "$KVB_SCRATCH/$name.log" | grep -iE 'err|verify|bad|fail' | head -20
+	fi
+	return $rc
+}

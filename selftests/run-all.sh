@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run-all.sh: the kvbatch test suite ("make test", called by .ci/run).
+#
+#   1. install missing Debian packages (scripts/install-deps.sh);
+#   2. static checks: W=1 build for every supported kernel, checkpatch
+#      --strict and sparse;
+#   3. for each supported kernel (Debian 6.1 and 6.12): boot it in a QEMU
+#      guest with tools/kvvm, run every selftest (run-guest.sh), and check
+#      the guest kernel log is free of warnings, BUGs, lockdep and KASAN
+#      reports.
+#
+# Output is TAP; the last line is "N passed, N failed, N skipped".
+# Environment: KVB_KERNELS="krel ..." restricts the kernels; KVB_TESTS
+# restricts the selftests run in the guest.
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+logdir=$top/build/test-logs
+mkdir -p "$logdir"
+
+pass=0 fail=0 skip=0 n=0
+t_pass() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $*"; }
+t_fail() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
+t_skip() { n=$((n + 1)); skip=$((skip + 1)); echo "ok $n # SKIP $*"; }
+diag() { sed -u 's/^/# /'; }
+
+start=$(date +%s)
+echo "TAP version 13"
+
+if ! scripts/install-deps.sh 2>&1 | diag; then
+	t_fail "install Debian packages from scripts/deps.txt"
+fi
+
+kernels=${KVB_KERNELS:-$(make -s --no-print-directory print-kernels)}
+[ -n "$kernels" ] || t_fail "a supported kernel is installed (6.1 or 6.12)"
+
+# --- static checks -------------------------------------------------------
+for k in $kernels; do
+	log=$logdir/build-$k.log
+	if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules > "$log" 2>&1; then
+		if grep -E 'warning:|error:' "$log" | diag | grep .; then
+			t_fail "build $k with W=1 is warning-free"
+		else
+			t_pass "build $k with W=1 is warning-free"
+		fi
+	else
+		tail -20 "$log" | diag
+		t_fail "build $k with W=1 is warning-free"
+	fi
+done
+
+first=$(echo "$kernels" | head -1)
+if [ -n "$first" ]; then
+	if make --no-print-directory KERNELRELEASE="$first" checkpatch > "$logdir/checkpatch.log" 2>&1; then
+		t_pass "checkpatch.pl --strict is clean"
+	else
+		grep -E '^(ERROR|WARNING|CHECK)|^#' "$logdir/checkpatch.log" | diag
+		t_fail "checkpatch.pl --strict is clean"
+	fi
+	for k in $kernels; do
+		touch kv-sched.c
+		make --no-print-directory KERNELRELEASE="$k" sparse > "$logdir/sparse-$k.log" 2>&1
+		if grep -E '^/.*: (warning|error):' "$logdir/sparse-$k.log" | diag | grep -q .; then
+			t_fail "sparse is clean on $k"
+		else
+			t_pass "sparse is clean on $k"
+		fi
+	done
+fi
+
+# --- guest selftests -----------------------------------------------------
+if make --no-print-directory selftests-bin > "$logdir/selftests-bin.log" 2>&1; then
+	t_pass "selftest helpers build with -Wall -Wextra -Werror"
+else
+	diag < "$logdir/selftests-bin.log"
+	t_fail "selftest helpers build with -Wall -Wextra -Werror"
+fi
+for k in $kernels; do
+	log=$logdir/guest-$k.log
+	echo "# booting $k"
+	# shellcheck disable=SC2086
+	tools/kvvm -k "$k" -l "$logdir/console-$k.log" -- \
+		selftests/run-guest.sh ${KVB_TESTS:-} > "$log" 2>&1 &
+	vm=$!
+	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | diag
+	wait $vm
+	rc=$?
+	# Top-level KTAP lines of the guest runner become our test points.
+	while read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) t_skip "$k: ${line#ok * }" ;;
+		"ok "*) t_pass "$k: ${line#ok * }" ;;
+		"not ok "*) t_fail "$k: ${line#not ok * }" ;;
+		esac
+	done < <(grep -E '^(not )?ok [0-9]+ selftests:' "$log")
+	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
+		t_fail "$k: guest ran the selftests (kvvm status $rc)"
+	case $rc in
+	3) t_fail "$k: guest kernel log free of WARN/BUG/lockdep/KASAN reports" ;;
+	124|125) t_fail "$k: guest finished (kvvm status $rc)" ;;
+	*) t_pass "$k: guest kernel log free of WARN/BUG/lockdep/KASAN reports" ;;
+	esac
+done
+
+echo "1..$n"
+echo "# total time $(($(date +%s) - start))s"
+echo "$pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ]
