@@ -1,14 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvbatch - a blk-mq I/O scheduler for LLM inference servers that keep
- * their KV cache on NVMe.
+ * kvbatch - a batch-aware blk-mq I/O scheduler for LLM inference servers
+ * that keep their KV cache on NVMe.
  *
- * This file is the elevator: the glue between blk-mq and kvbatch's
- * queues. It owns request bookkeeping (insert, merge, dispatch, requeue,
- * completion), the sysfs tunables and the debugfs state. The ordering
- * policy is deliberately simple here: reads in arrival order ahead of
- * writes, with writes served after at most writes_starved read dispatches
- * and never later than write_expire_ms.
+ * This file is the elevator: the glue between blk-mq and the policy core
+ * (kv-policy.c). It owns the requests and their bookkeeping (insert, merge,
+ * dispatch, requeue, completion), keeps each batch's queued requests in
+ * arrival order, sizes the device depth, and exports tunables and state.
+ * The core decides which batch, or which deferred write, goes next.
+ *
+ * Locking: one spinlock per device (kvb_data.lock) protects everything,
+ * including the core. It is taken with interrupts disabled because
+ * finish_request() runs from the driver's completion context, which may be
+ * a hard interrupt (null_blk's timer mode, many NVMe drivers).
  *
  * See Documentation/kvbatch.rst.
  */
@@ -17,13 +21,16 @@
 #include <linux/init.h>
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
+#include <linux/blk-cgroup.h>
 #include <linux/bio.h>
-#include <linux/jiffies.h>
+#include <linux/cgroup.h>
+#include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/sbitmap.h>
 #include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
+#include <linux/mm.h>
 
 #include <trace/events/block.h>
 
@@ -32,31 +39,44 @@
 #include "blk-mq.h"
 #include "blk-mq-debugfs.h"
 #include "blk-mq-sched.h"
+#include "blk-stat.h"
 
 #include "kv-compat.h"
 #include "kv-sched.h"
 
-enum kvb_dir {
-	KVB_READ	= READ,
-	KVB_WRITE	= WRITE,
-	KVB_DIR_COUNT,
-};
+/* Batches per device; past this, requests share their tier's overflow. */
+static unsigned int max_batches = 256;
+module_param(max_batches, uint, 0444);
+MODULE_PARM_DESC(max_batches,
+		 "batch descriptors per device, 16..65536 (default 256)");
+
+/* A scheduler pool smaller than this leaves kvbatch little to reorder. */
+#define KVB_MIN_REORDER_DEPTH	64
+
+/* Automatic depth: one estimate per window, within these bounds. */
+#define KVB_DEPTH_WINDOW_NS	(50 * NSEC_PER_MSEC)
+#define KVB_AUTO_DEPTH_MIN	4U
+#define KVB_AUTO_DEPTH_START	32U
 
 /*
- * Per-request state, kept in rq->elv.priv[0] as a bit mask. It is written
- * under kvb_data.lock, except in finish_request() where the request is
- * already exclusively owned by the freeing context.
+ * Per-request state, kept in rq->elv.priv[0] as a bit mask; priv[1] holds
+ * the request's batch in the core, or NULL for requests served from the
+ * dispatch list. Both are written under kvb_data.lock.
  */
 enum {
 	/* Counted in stats.inserted; survives requeue so it counts once. */
 	KVB_RQ_INSERTED		= 1UL << 0,
-	/* On kvbatch's lists (dispatch, fifo/sort); included in nr_queued. */
+	/* On kvbatch's lists; included in nr_queued. */
 	KVB_RQ_QUEUED		= 1UL << 1,
-	/* Handed to the driver and not yet completed; included in inflight. */
+	/* Handed to the driver and not yet completed. */
 	KVB_RQ_INFLIGHT		= 1UL << 2,
+	/* A write in the deferred write queue (sorted in dsort). */
+	KVB_RQ_DEFERRED		= 1UL << 3,
+	/* Its bytes were added to its batch (at first dispatch). */
+	KVB_RQ_COUNTED		= 1UL << 4,
 };
 
-/* Cumulative counters, only touched under kvb_data.lock. */
+/* Cumulative counters of the elevator itself (the core has its own). */
 struct kvb_stats {
 	u64		inserted;
 	u64		merged;
@@ -64,49 +84,72 @@ struct kvb_stats {
 	u64		bio_front_merges;
 	u64		dispatched;
 	u64		bypassed;
+	u64		requeued;
+	u64		completed;
+};
+
+/* The automatic max_inflight estimator (see kvb_depth_sample()). */
+struct kvb_depth_est {
+	u64		win_start;
+	u64		win_min_ns;
+	u32		win_done;
+	u64		lat_min_ns;	/* smoothed minimum service time */
+	u32		limit;		/* current automatic limit */
 };
 
 struct kvb_data {
-	/*
-	 * One lock for the whole device: blk-mq calls dispatch per hardware
-	 * context, but the order is a device-wide decision. Taken without
-	 * disabling interrupts: no hook that takes it runs in hard or soft
-	 * interrupt context (completion only touches atomics).
-	 */
+	/* Protects all of kvb_data and the core; irq-safe (see top). */
 	spinlock_t		lock;
+	struct request_queue	*q;
 
-	/* At-head inserts and requests we do not schedule, served first. */
+	/* At-head inserts, FUA/flush and unscheduled requests: first out. */
 	struct list_head	dispatch;
-	/* Arrival order, one list per direction; the dispatch order. */
-	struct list_head	fifo[KVB_DIR_COUNT];
-	/* Sector order, one tree per direction; used for front merges. */
-	struct rb_root		sort[KVB_DIR_COUNT];
+	/* Sector order of queued requests, for front merges and bursts. */
+	struct rb_root		sort[2];	/* scheduled reads, writes */
+	struct rb_root		dsort;		/* deferred writes */
+	sector_t		burst_pos;	/* next sector of a write burst */
 
-	/* Read dispatches since the last write while writes waited. */
-	unsigned int		starved;
-	/* Requests on our lists (KVB_RQ_QUEUED). */
-	unsigned int		nr_queued;
-	/* Requests owned by the driver (KVB_RQ_INFLIGHT). */
-	atomic_t		inflight;
+	struct kvp_sched	*ps;
 
-	/* Tag budget of async requests, derived from async_depth. */
-	unsigned int		async_depth;
-	/* Size of the scheduler tag pool (nr_requests). */
-	unsigned int		sched_depth;
+	unsigned int		nr_queued;	/* KVB_RQ_QUEUED requests */
+	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */
 
+	unsigned int		async_depth;	/* async tag budget */
+	unsigned int		sched_depth;	/* nr_requests */
+	bool			small_pool;	/* warned about nr_requests */
+
+	struct kvb_depth_est	est;
 	unsigned int		tun[KVB_NR_TUNABLES];
 	struct kvb_stats	stats;
-	/* Counted from completion context, without the lock. */
-	atomic64_t		requeued;
-	atomic64_t		completed;
+};
+
+struct kvb_tunable_desc {
+	const char	*name;
+	unsigned int	def;
+	unsigned int	min;
+	unsigned int	max;
 };
 
 static const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
-	/*			   name			default	min	max */
-	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	5000,	1,	600000 },
-	[KVB_WRITES_STARVED]	= { "writes_starved",	2,	0,	1024 },
-	[KVB_FRONT_MERGES]	= { "front_merges",	1,	0,	1 },
-	[KVB_ASYNC_DEPTH]	= { "async_depth",	0,	0,	65536 },
+	/*			   name			  default min	max */
+	[KVB_DEMAND_EXPIRE_MS]	= { "demand_expire_ms",	  250,	1,	60000 },
+	[KVB_NORMAL_EXPIRE_MS]	= { "normal_expire_ms",	  500,	1,	60000 },
+	[KVB_PREFETCH_EXPIRE_MS] = { "prefetch_expire_ms", 2000,	1,	600000 },
+	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	  5000,	1,	600000 },
+	[KVB_WRITE_BATCH]	= { "write_batch",	  16,	1,	256 },
+	[KVB_WRITE_DEFER_MAX]	= { "write_defer_max",	  128,	1,	4096 },
+	[KVB_BATCH_WINDOW_US]	= { "batch_window_us",	  0,	0,	1000000 },
+	[KVB_MAX_INFLIGHT]	= { "max_inflight",	  0,	0,	4096 },
+	[KVB_FRONT_MERGES]	= { "front_merges",	  1,	0,	1 },
+	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
+	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
+				    0, KVB_NR_KEY_MODES - 1 },
+};
+
+static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
+	[KVB_KEY_IOPRIO]	= "ioprio",
+	[KVB_KEY_CGROUP]	= "cgroup",
+	[KVB_KEY_CGROUP_IOPRIO]	= "cgroup+ioprio",
 };
 
 static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
@@ -124,10 +167,73 @@ static inline void kvb_rq_set_state(struct request *rq, unsigned long state)
 	rq->elv.priv[0] = (void *)state;
 }
 
+static inline struct kvp_batch *kvb_rq_batch(struct request *rq)
+{
+	return rq->elv.priv[1];
+}
+
 static inline struct rb_root *kvb_sort_root(struct kvb_data *kd,
 					    struct request *rq)
 {
+	if (kvb_rq_state(rq) & KVB_RQ_DEFERRED)
+		return &kd->dsort;
 	return &kd->sort[rq_data_dir(rq)];
+}
+
+/* Arrival time of a batch's oldest queued request (0 if none). */
+static u64 kvb_head_ns(struct kvp_batch *b)
+{
+	struct request *rq;
+
+	rq = list_first_entry_or_null(&b->rqs, struct request, queuelist);
+	return rq ? rq->start_time_ns : 0;
+}
+
+/* The batch key of @rq under the batch_key tunable. */
+static u64 kvb_rq_key(struct kvb_data *kd, struct request *rq)
+{
+	enum kvb_key_mode mode = kvb_tun(kd, KVB_BATCH_KEY);
+	u64 prio = req_get_ioprio(rq);
+	u64 cgid = 0;
+
+	if (mode != KVB_KEY_IOPRIO && rq->bio) {
+		struct cgroup_subsys_state *css = bio_blkcg_css(rq->bio);
+
+		if (css)
+			cgid = cgroup_id(css->cgroup);
+	}
+	switch (mode) {
+	case KVB_KEY_IOPRIO:
+		return prio;
+	case KVB_KEY_CGROUP:
+		return cgid << 16;
+	default:
+		return cgid << 16 | prio;
+	}
+}
+
+/* Derive the core's parameters from the tunables. */
+static void kvb_apply_params(struct kvb_data *kd)
+{
+	struct kvp_params *p = &kd->ps->p;
+	unsigned int limit = kvb_tun(kd, KVB_MAX_INFLIGHT);
+
+	lockdep_assert_held(&kd->lock);
+
+	p->expire_ns[KVB_TIER_DEMAND] =
+		kvb_tun(kd, KVB_DEMAND_EXPIRE_MS) * NSEC_PER_MSEC;
+	p->expire_ns[KVB_TIER_NORMAL] =
+		kvb_tun(kd, KVB_NORMAL_EXPIRE_MS) * NSEC_PER_MSEC;
+	p->expire_ns[KVB_TIER_PREFETCH] =
+		(u64)kvb_tun(kd, KVB_PREFETCH_EXPIRE_MS) * NSEC_PER_MSEC;
+	p->expire_ns[KVB_TIER_WRITE] =
+		(u64)kvb_tun(kd, KVB_WRITE_EXPIRE_MS) * NSEC_PER_MSEC;
+	p->write_batch = kvb_tun(kd, KVB_WRITE_BATCH);
+	p->write_defer_max = kvb_tun(kd, KVB_WRITE_DEFER_MAX);
+	p->window_ns = (u64)kvb_tun(kd, KVB_BATCH_WINDOW_US) * NSEC_PER_USEC;
+	p->max_inflight = limit ? limit : kd->est.limit;
+	if (!p->window_ns)
+		kvp_flush_draining(kd->ps);
 }
 
 /*
@@ -155,10 +261,13 @@ static void kvb_remove_request(struct kvb_data *kd, struct request *rq)
 	}
 }
 
-/* Hand @rq to the driver: it leaves our lists and counts as in flight. */
-static struct request *kvb_start_request(struct kvb_data *kd,
-					 struct request *rq)
+/* Hand @rq to the driver. */
+static void kvb_start_request(struct kvb_data *kd, struct request *rq)
 {
+	struct kvp_batch *b;
+	unsigned long state;
+	u32 bytes = 0;
+
 	lockdep_assert_held(&kd->lock);
 
 	/*
@@ -168,97 +277,144 @@ static struct request *kvb_start_request(struct kvb_data *kd,
 	 */
 	if (!kvb_rq_is_sched(rq)) {
 		list_del_init(&rq->queuelist);
-		return rq;
+		return;
 	}
 
 	kvb_remove_request(kd, rq);
-	kvb_rq_set_state(rq, kvb_rq_state(rq) | KVB_RQ_INFLIGHT);
-	atomic_inc(&kd->inflight);
+	state = kvb_rq_state(rq);
+	if (!(state & KVB_RQ_COUNTED)) {
+		bytes = blk_rq_bytes(rq);
+		state |= KVB_RQ_COUNTED;
+	}
+	kvb_rq_set_state(rq, state | KVB_RQ_INFLIGHT);
+	kd->inflight++;
 	kd->stats.dispatched++;
-	return rq;
+
+	b = kvb_rq_batch(rq);
+	if (b)
+		kvp_rq_dispatched(kd->ps, b, kvb_head_ns(b), bytes);
 }
 
-static bool kvb_fifo_expired(struct kvb_data *kd, enum kvb_dir dir,
-			     unsigned long now)
+/* The first deferred write at or after @pos in sector order, wrapping. */
+static struct request *kvb_deferred_from(struct kvb_data *kd, sector_t pos)
 {
+	struct rb_node *node = kd->dsort.rb_node;
+	struct request *rq, *res = NULL;
+
+	while (node) {
+		rq = rb_entry_rq(node);
+		if (blk_rq_pos(rq) >= pos) {
+			res = rq;
+			node = node->rb_left;
+		} else {
+			node = node->rb_right;
+		}
+	}
+	if (!res && !RB_EMPTY_ROOT(&kd->dsort))
+		res = rb_entry_rq(rb_first(&kd->dsort));
+	return res;
+}
+
+static struct request *kvb_pick_request(struct kvb_data *kd, u64 now)
+{
+	struct kvp_pick pick = kvp_choose(kd->ps, now);
+	struct kvp_batch *wq = kd->ps->wq;
 	struct request *rq;
-	unsigned long expire;
 
 	lockdep_assert_held(&kd->lock);
 
-	rq = list_first_entry_or_null(&kd->fifo[dir], struct request,
-				      queuelist);
-	if (!rq)
-		return false;
-	expire = msecs_to_jiffies(kvb_tun(kd, KVB_WRITE_EXPIRE_MS));
-	return time_after_eq(now, (unsigned long)rq->fifo_time + expire);
-}
-
-/*
- * Choose the next scheduled request. Reads go first because a reader is
- * usually waiting for them; a write is taken when no read is queued, after
- * writes_starved consecutive read dispatches while writes waited, or when
- * the oldest write has waited write_expire_ms. Within a direction the order
- * is arrival order.
- */
-static struct request *kvb_choose_request(struct kvb_data *kd)
-{
-	bool reads = !list_empty(&kd->fifo[KVB_READ]);
-	bool writes = !list_empty(&kd->fifo[KVB_WRITE]);
-	enum kvb_dir dir;
-
-	lockdep_assert_held(&kd->lock);
-
-	if (writes && (!reads ||
-		       kd->starved >= kvb_tun(kd, KVB_WRITES_STARVED) ||
-		       kvb_fifo_expired(kd, KVB_WRITE, jiffies))) {
-		dir = KVB_WRITE;
-		kd->starved = 0;
-	} else if (reads) {
-		dir = KVB_READ;
-		if (writes)
-			kd->starved++;
-	} else {
+	switch (pick.kind) {
+	case KVP_PICK_BATCH:
+		return list_first_entry(&pick.batch->rqs, struct request,
+					queuelist);
+	case KVP_PICK_WRITE:
+		/*
+		 * A burst starts at the oldest deferred write, so none waits
+		 * forever, and sweeps upwards in sector order from there.
+		 */
+		if (pick.burst_start)
+			rq = list_first_entry(&wq->rqs, struct request,
+					      queuelist);
+		else
+			rq = kvb_deferred_from(kd, kd->burst_pos);
+		kd->burst_pos = blk_rq_pos(rq) + blk_rq_sectors(rq);
+		return rq;
+	default:
 		return NULL;
 	}
-
-	return list_first_entry(&kd->fifo[dir], struct request, queuelist);
 }
 
 static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
 	struct request *rq;
+	unsigned long flags;
 
-	spin_lock(&kd->lock);
+	spin_lock_irqsave(&kd->lock, flags);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
 	if (!rq)
-		rq = kvb_choose_request(kd);
+		rq = kvb_pick_request(kd, ktime_get_ns());
 	if (rq)
 		kvb_start_request(kd, rq);
-	spin_unlock(&kd->lock);
+	spin_unlock_irqrestore(&kd->lock, flags);
 
 	return rq;
 }
 
 /*
- * has_work() is called without the lock. It may see a stale answer, but
- * never a false "no work" after an insert: insert_requests() is followed
- * by a queue run, which calls dispatch, which takes the lock.
+ * has_work() runs without the lock and may be momentarily stale, but never
+ * wrongly "no work" for long: every insert is followed by a queue run, and
+ * while max_inflight holds requests back, the completion that makes room
+ * runs the queue (kvb_finish_request()). Deferred writes held behind
+ * in-flight demand report work, so blk-mq polls until demand finishes.
  */
 static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
+	struct kvp_sched *ps = kd->ps;
+	u32 limit = READ_ONCE(ps->p.max_inflight);
 
-	return !list_empty_careful(&kd->dispatch) ||
-		!list_empty_careful(&kd->fifo[KVB_READ]) ||
-		!list_empty_careful(&kd->fifo[KVB_WRITE]);
+	if (!list_empty_careful(&kd->dispatch))
+		return true;
+	if (!READ_ONCE(ps->queued))
+		return false;
+	return !limit || READ_ONCE(ps->inflight) < limit;
+}
+
+/* Queue a scheduled request in its batch. */
+static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
+			      u64 now)
+{
+	struct request_queue *q = rq->q;
+	unsigned long state = kvb_rq_state(rq);
+	enum kvb_tier tier;
+	struct kvp_batch *b;
+
+	lockdep_assert_held(&kd->lock);
+
+	tier = kvp_tier_of(req_get_ioprio(rq), op_is_write(rq->cmd_flags),
+			   op_is_sync(rq->cmd_flags));
+	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
+	rq->elv.priv[1] = b;
+	if (tier == KVB_TIER_WRITE)
+		state |= KVB_RQ_DEFERRED;
+	kvb_rq_set_state(rq, state);
+
+	elv_rb_add(kvb_sort_root(kd, rq), rq);
+	if (rq_mergeable(rq)) {
+		elv_rqhash_add(q, rq);
+		if (!q->last_merge)
+			q->last_merge = rq;
+	}
+	list_add_tail(&rq->queuelist, &b->rqs);
+	kvp_rq_queued(kd->ps, b, kvb_head_ns(b));
 }
 
 static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
-			       bool at_head, struct list_head *free)
+			       bool at_head, struct list_head *free, u64 now)
 {
 	struct request_queue *q = rq->q;
+	struct kvp_batch *b;
 	unsigned long state;
 
 	lockdep_assert_held(&kd->lock);
@@ -274,11 +430,24 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	}
 
 	state = kvb_rq_state(rq);
+	b = kvb_rq_batch(rq);
 	if (state & KVB_RQ_INFLIGHT) {
-		/* A requeued request coming back from the driver. */
-		state &= ~KVB_RQ_INFLIGHT;
-		atomic_dec(&kd->inflight);
+		/* Requeued by the driver: back to the head of its batch. */
+		state = (state & ~KVB_RQ_INFLIGHT) | KVB_RQ_QUEUED;
+		kvb_rq_set_state(rq, state);
+		kd->inflight--;
+		kd->nr_queued++;
+		if (b) {
+			list_add(&rq->queuelist, &b->rqs);
+			if (state & KVB_RQ_DEFERRED)
+				elv_rb_add(&kd->dsort, rq);
+			kvp_rq_requeued(kd->ps, b, kvb_head_ns(b));
+		} else {
+			list_add(&rq->queuelist, &kd->dispatch);
+		}
+		return;
 	}
+
 	if (!(state & KVB_RQ_INSERTED)) {
 		state |= KVB_RQ_INSERTED;
 		kd->stats.inserted++;
@@ -292,20 +461,19 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 
 	kvb_rq_set_state(rq, state | KVB_RQ_QUEUED);
 	kd->nr_queued++;
-	rq->fifo_time = jiffies;
 
-	if (at_head) {
-		list_add(&rq->queuelist, &kd->dispatch);
+	/*
+	 * At-head inserts are the block layer's own (requeues of requests
+	 * that must go first); FUA and preflush writes are never held.
+	 */
+	if (at_head || (rq->cmd_flags & (REQ_FUA | REQ_PREFLUSH))) {
+		if (at_head)
+			list_add(&rq->queuelist, &kd->dispatch);
+		else
+			list_add_tail(&rq->queuelist, &kd->dispatch);
 		return;
 	}
-
-	elv_rb_add(kvb_sort_root(kd, rq), rq);
-	if (rq_mergeable(rq)) {
-		elv_rqhash_add(q, rq);
-		if (!q->last_merge)
-			q->last_merge = rq;
-	}
-	list_add_tail(&rq->queuelist, &kd->fifo[rq_data_dir(rq)]);
+	kvb_queue_request(kd, rq, now);
 }
 
 static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
@@ -314,17 +482,19 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	struct request_queue *q = hctx->queue;
 	struct kvb_data *kd = q->elevator->elevator_data;
 	bool at_head = kvb_insert_at_head(flags);
+	u64 now = ktime_get_ns();
+	unsigned long irqflags;
 	LIST_HEAD(free);
 
-	spin_lock(&kd->lock);
+	spin_lock_irqsave(&kd->lock, irqflags);
 	while (!list_empty(list)) {
 		struct request *rq;
 
 		rq = list_first_entry(list, struct request, queuelist);
 		list_del_init(&rq->queuelist);
-		kvb_insert_request(kd, rq, at_head, &free);
+		kvb_insert_request(kd, rq, at_head, &free, now);
 	}
-	spin_unlock(&kd->lock);
+	spin_unlock_irqrestore(&kd->lock, irqflags);
 
 	/* Requests merged away at insert are freed outside the lock. */
 	blk_mq_free_requests(&free);
@@ -334,6 +504,44 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 static void kvb_prepare_request(struct request *rq)
 {
 	kvb_rq_set_state(rq, 0);
+	rq->elv.priv[1] = NULL;
+}
+
+/*
+ * Feed the automatic max_inflight. Keeping the device busy takes about
+ * throughput x unloaded service time requests in flight (Little's law);
+ * every window, the limit becomes 1.5 times that estimate plus two. If the
+ * limit throttles the device, throughput measures the limit itself and the
+ * next estimate grows by half, so it converges on the device's parallelism
+ * from either side without deep queues that would undo kvbatch's order.
+ */
+static void kvb_depth_sample(struct kvb_data *kd, struct request *rq, u64 now)
+{
+	struct kvb_depth_est *est = &kd->est;
+	u64 lat, span, est_depth;
+
+	lockdep_assert_held(&kd->lock);
+
+	if (!rq->io_start_time_ns || now <= rq->io_start_time_ns)
+		return;
+	lat = now - rq->io_start_time_ns;
+	if (!est->win_min_ns || lat < est->win_min_ns)
+		est->win_min_ns = lat;
+	est->win_done++;
+
+	span = now - est->win_start;
+	if (span < KVB_DEPTH_WINDOW_NS)
+		return;
+	est->lat_min_ns = est->lat_min_ns ?
+		(3 * est->lat_min_ns + est->win_min_ns) / 4 : est->win_min_ns;
+	est_depth = div64_u64((u64)est->win_done * est->lat_min_ns, span);
+	est->limit = clamp_t(u64, est_depth * 3 / 2 + 2, KVB_AUTO_DEPTH_MIN,
+			     max(kd->sched_depth, KVB_AUTO_DEPTH_MIN));
+	est->win_start = now;
+	est->win_min_ns = 0;
+	est->win_done = 0;
+	if (!kvb_tun(kd, KVB_MAX_INFLIGHT))
+		kd->ps->p.max_inflight = est->limit;
 }
 
 /*
@@ -342,29 +550,59 @@ static void kvb_prepare_request(struct request *rq)
  */
 static void kvb_finish_request(struct request *rq)
 {
-	struct kvb_data *kd = rq->q->elevator->elevator_data;
+	struct request_queue *q = rq->q;
+	struct kvb_data *kd = q->elevator->elevator_data;
 	unsigned long state = kvb_rq_state(rq);
+	struct kvp_sched *ps = kd->ps;
+	struct kvp_batch *b = kvb_rq_batch(rq);
+	unsigned long flags;
+	bool run = false;
+	u64 now;
 
 	/* Freed while still on our lists would leave a dangling entry. */
 	WARN_ON_ONCE(state & KVB_RQ_QUEUED);
+	if (!(state & KVB_RQ_INFLIGHT))
+		return;
 
-	if (state & KVB_RQ_INFLIGHT) {
-		atomic_dec(&kd->inflight);
-		atomic64_inc(&kd->completed);
+	now = ktime_get_ns();
+	spin_lock_irqsave(&kd->lock, flags);
+	kd->inflight--;
+	kd->stats.completed++;
+	if (b) {
+		bool held = kvp_throttled(ps);
+		bool demand = ps->tier[KVB_TIER_DEMAND].inflight;
+
+		kvb_depth_sample(kd, rq, now);
+		kvp_rq_completed(ps, b, now);
+		/*
+		 * Run the queue if this completion ends a hold: room under
+		 * max_inflight, or the last demand request done while
+		 * writes wait.
+		 */
+		run = ps->queued &&
+		      ((held && !kvp_throttled(ps)) ||
+		       (demand && !ps->tier[KVB_TIER_DEMAND].inflight));
 	}
+	spin_unlock_irqrestore(&kd->lock, flags);
 	kvb_rq_set_state(rq, 0);
+
+	if (run)
+		blk_mq_run_hw_queues(q, true);
 }
 
 /*
- * The driver gave @rq back. It stays counted as in flight until it is
- * either inserted again (kvb_insert_request) or completes from the
- * dispatch list it may be put on directly (RQF_DONTPREP requests).
+ * The driver gave @rq back. It stays in flight until it is inserted again
+ * (kvb_insert_request()) or completes from the hardware dispatch list it
+ * may be put on directly (RQF_DONTPREP requests).
  */
 static void kvb_requeue_request(struct request *rq)
 {
 	struct kvb_data *kd = rq->q->elevator->elevator_data;
+	unsigned long flags;
 
-	atomic64_inc(&kd->requeued);
+	spin_lock_irqsave(&kd->lock, flags);
+	kd->stats.requeued++;
+	spin_unlock_irqrestore(&kd->lock, flags);
 }
 
 static int kvb_request_merge(struct request_queue *q, struct request **rq,
@@ -380,6 +618,8 @@ static int kvb_request_merge(struct request_queue *q, struct request **rq,
 		return ELEVATOR_NO_MERGE;
 
 	__rq = elv_rb_find(&kd->sort[bio_data_dir(bio)], sector);
+	if (!__rq && bio_data_dir(bio) == WRITE)
+		__rq = elv_rb_find(&kd->dsort, sector);
 	if (__rq && elv_bio_merge_ok(__rq, bio)) {
 		*rq = __rq;
 		if (blk_discard_mergable(__rq))
@@ -415,23 +655,27 @@ static void kvb_requests_merged(struct request_queue *q, struct request *req,
 				struct request *next)
 {
 	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvp_batch *b = kvb_rq_batch(next);
+	bool queued = kvb_rq_state(next) & KVB_RQ_QUEUED;
 
 	lockdep_assert_held(&kd->lock);
 
 	kd->stats.merged++;
 
 	/*
-	 * The merged request keeps the older arrival time and position, so
+	 * Within one batch the merged request takes the older position, so
 	 * merging never makes queued data wait longer than it already has.
 	 */
-	if (!list_empty(&req->queuelist) && !list_empty(&next->queuelist) &&
-	    time_before((unsigned long)next->fifo_time,
-			(unsigned long)req->fifo_time)) {
+	if (b && b == kvb_rq_batch(req) && queued &&
+	    (kvb_rq_state(req) & KVB_RQ_QUEUED) &&
+	    next->start_time_ns < req->start_time_ns) {
 		list_move(&req->queuelist, &next->queuelist);
-		req->fifo_time = next->fifo_time;
+		req->start_time_ns = next->start_time_ns;
 	}
 
 	kvb_remove_request(kd, next);
+	if (b && queued)
+		kvp_rq_unqueued(kd->ps, b, kvb_head_ns(b), ktime_get_ns());
 }
 
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
@@ -439,11 +683,12 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 {
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct request *free = NULL;
+	unsigned long flags;
 	bool ret;
 
-	spin_lock(&kd->lock);
+	spin_lock_irqsave(&kd->lock, flags);
 	ret = blk_mq_sched_try_merge(q, bio, nr_segs, &free);
-	spin_unlock(&kd->lock);
+	spin_unlock_irqrestore(&kd->lock, flags);
 
 	if (free)
 		blk_mq_free_request(free);
@@ -467,15 +712,27 @@ static void kvb_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 						READ_ONCE(kd->async_depth));
 }
 
-/* Recompute the async tag budget from async_depth and the pool size. */
-static void kvb_update_async_depth(struct kvb_data *kd)
+/* Recompute what follows from the scheduler pool size. */
+static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
 {
-	unsigned int depth = READ_ONCE(kd->sched_depth);
+	struct request_queue *q = kd->q;
 	unsigned int want = kvb_tun(kd, KVB_ASYNC_DEPTH);
 
+	WRITE_ONCE(kd->sched_depth, depth);
 	if (!want)
 		want = depth * 3 / 4;
 	WRITE_ONCE(kd->async_depth, clamp(want, 1U, max(depth, 1U)));
+
+	/*
+	 * An elevator cannot grow nr_requests itself; say once per device
+	 * when the pool is too small for reordering to matter.
+	 */
+	if (depth < KVB_MIN_REORDER_DEPTH && !kd->small_pool) {
+		pr_warn("kvbatch: %s: nr_requests %u leaves little to reorder; raise it: echo 1024 > /sys/block/%s/queue/nr_requests\n",
+			q->disk ? q->disk->disk_name : "?", depth,
+			q->disk ? q->disk->disk_name : "<disk>");
+	}
+	kd->small_pool = depth < KVB_MIN_REORDER_DEPTH;
 }
 
 static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
@@ -483,8 +740,8 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 	struct request_queue *q = kvb_depth_arg_queue(arg);
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct blk_mq_hw_ctx *hctx;
-	unsigned long i;
 	unsigned int depth = 0;
+	unsigned long i;
 
 	/* All hardware contexts share one nr_requests; take the largest. */
 	queue_for_each_hw_ctx(q, hctx, i) {
@@ -492,8 +749,7 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 			depth = max(depth, kvb_sched_depth(hctx));
 		kvb_set_min_shallow_depth(q, hctx);
 	}
-	WRITE_ONCE(kd->sched_depth, depth);
-	kvb_update_async_depth(kd);
+	kvb_update_depth(kd, depth);
 }
 
 static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
@@ -501,17 +757,18 @@ static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 	struct request_queue *q = hctx->queue;
 	struct kvb_data *kd = q->elevator->elevator_data;
 
-	WRITE_ONCE(kd->sched_depth, max(READ_ONCE(kd->sched_depth),
-					kvb_sched_depth(hctx)));
 	kvb_set_min_shallow_depth(q, hctx);
-	kvb_update_async_depth(kd);
+	kvb_update_depth(kd, max(READ_ONCE(kd->sched_depth),
+				 kvb_sched_depth(hctx)));
 	return 0;
 }
 
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 {
+	unsigned int nr = clamp(max_batches, 16U, 65536U);
 	struct elevator_queue *eq;
 	struct kvb_data *kd;
+	void *mem;
 	int i;
 
 	eq = kvb_elevator_alloc(q, arg);
@@ -519,27 +776,35 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 		return -ENOMEM;
 
 	kd = kzalloc_node(sizeof(*kd), GFP_KERNEL, q->node);
-	if (!kd) {
+	mem = kvzalloc_node(kvp_size(nr), GFP_KERNEL, q->node);
+	if (!kd || !mem) {
+		kvfree(mem);
+		kfree(kd);
 		kvb_elevator_free(eq);
 		return -ENOMEM;
 	}
 
 	spin_lock_init(&kd->lock);
+	kd->q = q;
 	INIT_LIST_HEAD(&kd->dispatch);
-	for (i = 0; i < KVB_DIR_COUNT; i++) {
-		INIT_LIST_HEAD(&kd->fifo[i]);
-		kd->sort[i] = RB_ROOT;
-	}
-	atomic_set(&kd->inflight, 0);
-	atomic64_set(&kd->requeued, 0);
-	atomic64_set(&kd->completed, 0);
+	kd->sort[READ] = RB_ROOT;
+	kd->sort[WRITE] = RB_ROOT;
+	kd->dsort = RB_ROOT;
+	kd->ps = kvp_init(mem, nr);
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;
+	kd->est.limit = KVB_AUTO_DEPTH_START;
+	kd->est.win_start = ktime_get_ns();
+	spin_lock_irq(&kd->lock);
+	kvb_apply_params(kd);
+	spin_unlock_irq(&kd->lock);
 	kd->sched_depth = q->nr_requests;
-	kvb_update_async_depth(kd);
+	kvb_update_depth(kd, q->nr_requests);
 
 	eq->elevator_data = kd;
 
+	/* Service times for the automatic depth (io_start_time_ns). */
+	blk_stat_enable_accounting(q);
 	/* The order is device-wide: dispatch from one hardware context. */
 	blk_queue_flag_set(QUEUE_FLAG_SQ_SCHED, q);
 
@@ -550,50 +815,89 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 static void kvb_exit_sched(struct elevator_queue *e)
 {
 	struct kvb_data *kd = e->elevator_data;
-	int i;
+	struct kvp_sched *ps = kd->ps;
+	int t;
 
 	/*
 	 * The core froze the queue: every request has completed, so anything
 	 * still accounted here is a bookkeeping bug worth a splat.
 	 */
 	WARN_ON_ONCE(!list_empty(&kd->dispatch));
-	for (i = 0; i < KVB_DIR_COUNT; i++)
-		WARN_ON_ONCE(!list_empty(&kd->fifo[i]));
-	WARN_ONCE(kd->nr_queued || atomic_read(&kd->inflight),
-		  "kvbatch: %u queued and %d in flight at exit\n",
-		  kd->nr_queued, atomic_read(&kd->inflight));
+	WARN_ON_ONCE(!RB_EMPTY_ROOT(&kd->sort[READ]) ||
+		     !RB_EMPTY_ROOT(&kd->sort[WRITE]) ||
+		     !RB_EMPTY_ROOT(&kd->dsort));
+	WARN_ONCE(kd->nr_queued || kd->inflight || ps->queued || ps->inflight,
+		  "kvbatch: %u/%u queued and %u/%u in flight at exit\n",
+		  kd->nr_queued, ps->queued, kd->inflight, ps->inflight);
+	for (t = 0; t < KVB_NR_TIERS; t++)
+		WARN_ON_ONCE(!list_empty(&ps->fixed[t].rqs));
 
+	blk_stat_disable_accounting(kd->q);
+	kvfree(ps);
 	kfree(kd);
 }
 
 /*
- * sysfs: one show/store pair per tunable, generated from KVB_TUNABLES.
- * A store parses an unsigned decimal integer; anything else, or a value
- * outside the tunable's range, is rejected with -EINVAL and the old value
- * stays.
+ * sysfs. A store parses an unsigned decimal integer; anything else, or a
+ * value outside the tunable's range, is rejected with -EINVAL and the old
+ * value stays. batch_key takes one of its names instead.
  */
 static ssize_t kvb_tunable_show(struct elevator_queue *e, char *page,
 				enum kvb_tunable t)
 {
 	struct kvb_data *kd = e->elevator_data;
+	unsigned int v = kvb_tun(kd, t);
+	int i, len = 0;
 
-	return sysfs_emit(page, "%u\n", kvb_tun(kd, t));
+	if (t != KVB_BATCH_KEY)
+		return sysfs_emit(page, "%u\n", v);
+
+	for (i = 0; i < KVB_NR_KEY_MODES; i++)
+		len += sysfs_emit_at(page, len, i == v ? "%s[%s]" : "%s%s",
+				     i ? " " : "", kvb_key_names[i]);
+	return len + sysfs_emit_at(page, len, "\n");
+}
+
+static int kvb_parse_key(const char *page, size_t count, unsigned int *val)
+{
+	int i;
+
+	if (count && page[count - 1] == '\n')
+		count--;
+	for (i = 0; i < KVB_NR_KEY_MODES; i++) {
+		if (strlen(kvb_key_names[i]) == count &&
+		    !strncmp(page, kvb_key_names[i], count)) {
+			*val = i;
+			return 0;
+		}
+	}
+	return -EINVAL;
 }
 
 static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 				 size_t count, enum kvb_tunable t)
 {
 	struct kvb_data *kd = e->elevator_data;
+	unsigned long flags;
 	unsigned int val;
 
-	if (kstrtouint(page, 10, &val))
+	if (t == KVB_BATCH_KEY) {
+		if (kvb_parse_key(page, count, &val))
+			return -EINVAL;
+	} else if (kstrtouint(page, 10, &val)) {
 		return -EINVAL;
+	}
 	if (val < kvb_tunables[t].min || val > kvb_tunables[t].max)
 		return -EINVAL;
 
+	spin_lock_irqsave(&kd->lock, flags);
 	WRITE_ONCE(kd->tun[t], val);
+	kvb_apply_params(kd);
+	spin_unlock_irqrestore(&kd->lock, flags);
 	if (t == KVB_ASYNC_DEPTH)
-		kvb_update_async_depth(kd);
+		kvb_update_depth(kd, READ_ONCE(kd->sched_depth));
+	/* A higher max_inflight, or a shorter expire, may free requests. */
+	blk_mq_run_hw_queues(kd->q, true);
 	return count;
 }
 
@@ -603,10 +907,17 @@ static ssize_t kvb_##__name##_show(struct elevator_queue *e, char *page) \
 	return kvb_tunable_show(e, page, __t);				\
 }
 
+KVB_SHOW(demand_expire_ms, KVB_DEMAND_EXPIRE_MS);
+KVB_SHOW(normal_expire_ms, KVB_NORMAL_EXPIRE_MS);
+KVB_SHOW(prefetch_expire_ms, KVB_PREFETCH_EXPIRE_MS);
 KVB_SHOW(write_expire_ms, KVB_WRITE_EXPIRE_MS);
-KVB_SHOW(writes_starved, KVB_WRITES_STARVED);
+KVB_SHOW(write_batch, KVB_WRITE_BATCH);
+KVB_SHOW(write_defer_max, KVB_WRITE_DEFER_MAX);
+KVB_SHOW(batch_window_us, KVB_BATCH_WINDOW_US);
+KVB_SHOW(max_inflight, KVB_MAX_INFLIGHT);
 KVB_SHOW(front_merges, KVB_FRONT_MERGES);
 KVB_SHOW(async_depth, KVB_ASYNC_DEPTH);
+KVB_SHOW(batch_key, KVB_BATCH_KEY);
 #undef KVB_SHOW
 
 #define KVB_STORE(__name, __t)						\
@@ -616,96 +927,133 @@ static ssize_t kvb_##__name##_store(struct elevator_queue *e,		\
 	return kvb_tunable_store(e, page, count, __t);			\
 }
 
+KVB_STORE(demand_expire_ms, KVB_DEMAND_EXPIRE_MS);
+KVB_STORE(normal_expire_ms, KVB_NORMAL_EXPIRE_MS);
+KVB_STORE(prefetch_expire_ms, KVB_PREFETCH_EXPIRE_MS);
 KVB_STORE(write_expire_ms, KVB_WRITE_EXPIRE_MS);
-KVB_STORE(writes_starved, KVB_WRITES_STARVED);
+KVB_STORE(write_batch, KVB_WRITE_BATCH);
+KVB_STORE(write_defer_max, KVB_WRITE_DEFER_MAX);
+KVB_STORE(batch_window_us, KVB_BATCH_WINDOW_US);
+KVB_STORE(max_inflight, KVB_MAX_INFLIGHT);
 KVB_STORE(front_merges, KVB_FRONT_MERGES);
 KVB_STORE(async_depth, KVB_ASYNC_DEPTH);
+KVB_STORE(batch_key, KVB_BATCH_KEY);
 #undef KVB_STORE
 
 #define KVB_ATTR(name) __ATTR(name, 0644, kvb_##name##_show, kvb_##name##_store)
 
 static struct elv_fs_entry kvb_attrs[] = {
+	KVB_ATTR(demand_expire_ms),
+	KVB_ATTR(normal_expire_ms),
+	KVB_ATTR(prefetch_expire_ms),
 	KVB_ATTR(write_expire_ms),
-	KVB_ATTR(writes_starved),
+	KVB_ATTR(write_batch),
+	KVB_ATTR(write_defer_max),
+	KVB_ATTR(batch_window_us),
+	KVB_ATTR(max_inflight),
 	KVB_ATTR(front_merges),
 	KVB_ATTR(async_depth),
+	KVB_ATTR(batch_key),
 	__ATTR_NULL
 };
 
 #undef KVB_ATTR
 
 #ifdef CONFIG_BLK_DEBUG_FS
-/* The request lists, for debugfs. */
-enum kvb_list {
-	KVB_LIST_DISPATCH,
-	KVB_LIST_READ,
-	KVB_LIST_WRITE,
-};
-
-static struct list_head *kvb_list_head(struct kvb_data *kd, enum kvb_list l)
+static int kvb_dispatch_show(void *data, struct seq_file *m)
 {
-	switch (l) {
-	case KVB_LIST_READ:
-		return &kd->fifo[KVB_READ];
-	case KVB_LIST_WRITE:
-		return &kd->fifo[KVB_WRITE];
-	default:
-		return &kd->dispatch;
-	}
-}
-
-static int kvb_list_show(struct request_queue *q, struct seq_file *m,
-			 enum kvb_list l)
-{
+	struct request_queue *q = data;
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct request *rq;
 
-	spin_lock(&kd->lock);
-	list_for_each_entry(rq, kvb_list_head(kd, l), queuelist)
+	spin_lock_irq(&kd->lock);
+	list_for_each_entry(rq, &kd->dispatch, queuelist)
 		__blk_mq_debugfs_rq_show(m, rq);
-	spin_unlock(&kd->lock);
+	spin_unlock_irq(&kd->lock);
 	return 0;
 }
 
-static int kvb_dispatch_show(void *data, struct seq_file *m)
+static void kvb_show_batch(struct seq_file *m, struct kvp_batch *b, u64 now)
 {
-	return kvb_list_show(data, m, KVB_LIST_DISPATCH);
+	seq_printf(m, "%s key=%#llx%s queued=%u inflight=%u done=%u bytes=%llu age_us=%llu\n",
+		   kvb_tier_names[b->tier], b->key,
+		   b->overflow ? "(overflow)" : "", b->queued, b->inflight,
+		   b->nr_rqs, b->bytes,
+		   b->open_ns && now > b->open_ns ?
+		   div_u64(now - b->open_ns, NSEC_PER_USEC) : 0);
 }
 
-static int kvb_read_fifo_show(void *data, struct seq_file *m)
+/* The open batches, most urgent first within each tier. */
+static int kvb_batches_show(void *data, struct seq_file *m)
 {
-	return kvb_list_show(data, m, KVB_LIST_READ);
-}
+	struct request_queue *q = data;
+	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvp_sched *ps = kd->ps;
+	u64 now = ktime_get_ns();
+	u32 i, t;
 
-static int kvb_write_fifo_show(void *data, struct seq_file *m)
-{
-	return kvb_list_show(data, m, KVB_LIST_WRITE);
+	spin_lock_irq(&kd->lock);
+	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
+		for (i = 0; i < ps->nr_batches; i++)
+			if (ps->pool[i].state == KVP_BATCH_OPEN &&
+			    ps->pool[i].tier == t)
+				kvb_show_batch(m, &ps->pool[i], now);
+		if (kvp_pending(&ps->fixed[t]))
+			kvb_show_batch(m, &ps->fixed[t], now);
+	}
+	if (kvp_pending(ps->wq))
+		kvb_show_batch(m, ps->wq, now);
+	spin_unlock_irq(&kd->lock);
+	return 0;
 }
 
 static int kvb_stats_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvp_stats cs;
 	struct kvb_stats st;
-	unsigned int queued;
+	unsigned int queued, inflight;
+	int i;
 
-	spin_lock(&kd->lock);
+	spin_lock_irq(&kd->lock);
 	st = kd->stats;
+	cs = kd->ps->stats;
 	queued = kd->nr_queued;
-	spin_unlock(&kd->lock);
+	inflight = kd->inflight;
+	spin_unlock_irq(&kd->lock);
 
 	seq_printf(m, "inserted %llu\n", st.inserted);
 	seq_printf(m, "merged %llu\n", st.merged);
 	seq_printf(m, "bio_back_merges %llu\n", st.bio_back_merges);
 	seq_printf(m, "bio_front_merges %llu\n", st.bio_front_merges);
 	seq_printf(m, "dispatched %llu\n", st.dispatched);
-	seq_printf(m, "requeued %lld\n",
-		   (long long)atomic64_read(&kd->requeued));
-	seq_printf(m, "completed %lld\n",
-		   (long long)atomic64_read(&kd->completed));
+	seq_printf(m, "requeued %llu\n", st.requeued);
+	seq_printf(m, "completed %llu\n", st.completed);
 	seq_printf(m, "bypassed %llu\n", st.bypassed);
 	seq_printf(m, "queued %u\n", queued);
-	seq_printf(m, "inflight %d\n", atomic_read(&kd->inflight));
+	seq_printf(m, "inflight %u\n", inflight);
+	for (i = 0; i < KVB_NR_REASONS; i++)
+		seq_printf(m, "dispatch_%s %llu\n", kvb_reason_names[i],
+			   cs.dispatched[i]);
+	for (i = 0; i < KVB_NR_BATCH_TIERS; i++) {
+		seq_printf(m, "%s_batches_opened %llu\n", kvb_tier_names[i],
+			   cs.opened[i]);
+		seq_printf(m, "%s_batches_closed %llu\n", kvb_tier_names[i],
+			   cs.closed[i]);
+		seq_printf(m, "%s_batch_us_mean %llu\n", kvb_tier_names[i],
+			   cs.closed[i] ? div64_u64(cs.batch_ns_sum[i],
+						    cs.closed[i] * 1000) : 0);
+		seq_printf(m, "%s_batch_us_max %llu\n", kvb_tier_names[i],
+			   div_u64(cs.batch_ns_max[i], 1000));
+		seq_printf(m, "%s_overflow_rqs %llu\n", kvb_tier_names[i],
+			   cs.overflow_rqs[i]);
+	}
+	seq_printf(m, "writes_deferred %llu\n", cs.deferred);
+	seq_printf(m, "write_bursts %llu\n", cs.bursts);
+	seq_printf(m, "throttled %llu\n", cs.throttled);
+	seq_printf(m, "batches_live %u\n", cs.live);
+	seq_printf(m, "batches_live_max %u\n", cs.live_max);
 	return 0;
 }
 
@@ -714,15 +1062,23 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	struct request_queue *q = data;
 	struct kvb_data *kd = q->elevator->elevator_data;
 
-	seq_printf(m, "nr_requests %u\n", READ_ONCE(kd->sched_depth));
-	seq_printf(m, "async_depth %u\n", READ_ONCE(kd->async_depth));
+	spin_lock_irq(&kd->lock);
+	seq_printf(m, "nr_requests %u\n", kd->sched_depth);
+	seq_printf(m, "nr_requests_too_small %d\n", kd->small_pool);
+	seq_printf(m, "async_depth %u\n", kd->async_depth);
+	seq_printf(m, "max_inflight %u%s\n", kd->ps->p.max_inflight,
+		   kvb_tun(kd, KVB_MAX_INFLIGHT) ? "" : " (auto)");
+	seq_printf(m, "auto_limit %u\n", kd->est.limit);
+	seq_printf(m, "auto_service_us %llu\n",
+		   div_u64(kd->est.lat_min_ns, NSEC_PER_USEC));
+	seq_printf(m, "inflight %u\n", kd->ps->inflight);
+	spin_unlock_irq(&kd->lock);
 	return 0;
 }
 
 static const struct blk_mq_debugfs_attr kvb_queue_debugfs_attrs[] = {
 	{"dispatch", 0400, kvb_dispatch_show},
-	{"read_fifo", 0400, kvb_read_fifo_show},
-	{"write_fifo", 0400, kvb_write_fifo_show},
+	{"batches", 0400, kvb_batches_show},
 	{"stats", 0400, kvb_stats_show},
 	{"depth", 0400, kvb_depth_show},
 	{},
@@ -760,6 +1116,10 @@ MODULE_ALIAS("kvbatch-iosched");
 
 static int __init kvbatch_init(void)
 {
+	if (max_batches < 16 || max_batches > 65536) {
+		pr_err("kvbatch: max_batches must be 16..65536\n");
+		return -EINVAL;
+	}
 	return elv_register(&kvbatch_sched);
 }
 

@@ -1,14 +1,27 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * kvbatch: definitions shared by the elevator (kv-sched.c) and by code
- * built outside the kernel (unit tests, tools). Nothing in this header may
- * depend on blk-mq types, so that it compiles in userspace as is.
+ * kvbatch: the policy core's interface, shared by the elevator (kv-sched.c)
+ * and by code built outside the kernel (unit tests, simulator). Nothing in
+ * this header depends on blk-mq types: a "host" (the elevator, or a test
+ * harness) owns the requests and keeps each batch's queued requests in
+ * arrival order on kvp_batch.rqs; the core (kv-policy.c) keeps the batch
+ * bookkeeping and decides what is dispatched next.
+ *
+ * Every kvp_* function must be called with the host's lock held; none of
+ * them allocates or sleeps.
  */
 #ifndef _KV_SCHED_H
 #define _KV_SCHED_H
 
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/list.h>
+#else
+#include "kv-user.h"
+#endif
+
 #define KVB_NAME	"kvbatch"
-#define KVB_VERSION	"0.1.0"
+#define KVB_VERSION	"0.2.0"
 
 /*
  * Tunables, exported in /sys/block/<dev>/queue/iosched/ under the names in
@@ -18,18 +31,210 @@
  * the same table with the trade-offs.
  */
 enum kvb_tunable {
+	KVB_DEMAND_EXPIRE_MS,
+	KVB_NORMAL_EXPIRE_MS,
+	KVB_PREFETCH_EXPIRE_MS,
 	KVB_WRITE_EXPIRE_MS,
-	KVB_WRITES_STARVED,
+	KVB_WRITE_BATCH,
+	KVB_WRITE_DEFER_MAX,
+	KVB_BATCH_WINDOW_US,
+	KVB_MAX_INFLIGHT,
 	KVB_FRONT_MERGES,
 	KVB_ASYNC_DEPTH,
+	KVB_BATCH_KEY,
 	KVB_NR_TUNABLES
 };
 
-struct kvb_tunable_desc {
-	const char	*name;
-	unsigned int	def;
-	unsigned int	min;
-	unsigned int	max;
+/* What a batch is keyed by (the batch_key tunable). */
+enum kvb_key_mode {
+	KVB_KEY_IOPRIO,
+	KVB_KEY_CGROUP,
+	KVB_KEY_CGROUP_IOPRIO,
+	KVB_NR_KEY_MODES
 };
+
+/*
+ * Service tiers. A request's tier follows from its I/O priority:
+ *   RT, or BE carrying an ioprio hint	-> DEMAND   (decode-critical recall)
+ *   BE (or NONE) without a hint		-> NORMAL   (everything else)
+ *   IDLE					-> PREFETCH
+ * Writes that can wait (async writeback, IDLE writes) leave their tier for
+ * the WRITE tier: the deferred write queue.
+ */
+enum kvb_tier {
+	KVB_TIER_DEMAND,
+	KVB_TIER_NORMAL,
+	KVB_TIER_PREFETCH,
+	KVB_TIER_WRITE,
+	KVB_NR_TIERS
+};
+
+/* Batch tiers are those with per-batch queues; WRITE has one queue. */
+#define KVB_NR_BATCH_TIERS	KVB_TIER_WRITE
+
+/* Why a request was dispatched (debugfs, tracepoints). */
+enum kvb_reason {
+	KVB_WHY_EXPIRED,	/* waited past its tier's expire time */
+	KVB_WHY_TAIL,		/* demand batch with least remaining work */
+	KVB_WHY_FOREIGN,	/* normal batch */
+	KVB_WHY_PREFETCH,	/* prefetch, nothing else waiting */
+	KVB_WHY_WRITE_BURST,	/* deferred writes released */
+	KVB_NR_REASONS
+};
+
+/* Batch completion-time histogram: bucket i holds [2^(i-1), 2^i) µs. */
+#define KVB_HIST_BUCKETS	32
+
+enum kvp_batch_state {
+	KVP_BATCH_FREE,
+	KVP_BATCH_OPEN,		/* has queued or in-flight requests */
+	KVP_BATCH_DRAINING,	/* done, may still be joined (batch_window_us) */
+};
+
+struct kvp_batch {
+	/* Host-owned: the batch's queued requests, oldest first. */
+	struct list_head	rqs;
+
+	u64			key;
+	u64			open_ns;	/* first request inserted */
+	u64			head_ns;	/* arrival of oldest queued request */
+	u64			last_ns;	/* last completion */
+	u64			bytes;		/* bytes dispatched */
+	u32			nr_rqs;		/* requests dispatched */
+	u32			queued;		/* requests waiting in kvbatch */
+	u32			inflight;	/* requests in the device */
+	u32			seq;		/* open order: ties go to the oldest */
+	int			heap_pos[2];	/* in the tier's heaps, or -1 */
+	u8			tier;
+	u8			state;
+	bool			overflow;	/* the tier's shared overflow batch */
+
+	struct kvp_batch	*hnext;		/* hash chain, or free list */
+	struct kvp_batch	*dprev, *dnext;	/* draining list */
+};
+
+/* Policy parameters, derived by the host from the tunables. */
+struct kvp_params {
+	u64	expire_ns[KVB_NR_TIERS];
+	u64	window_ns;
+	u32	write_batch;
+	u32	write_defer_max;
+	u32	max_inflight;		/* 0: no limit */
+};
+
+struct kvp_stats {
+	u64	opened[KVB_NR_BATCH_TIERS];
+	u64	closed[KVB_NR_BATCH_TIERS];
+	u64	overflow_rqs[KVB_NR_BATCH_TIERS];
+	u64	dispatched[KVB_NR_REASONS];
+	u64	deferred;		/* writes queued for deferral */
+	u64	bursts;			/* write bursts started */
+	u64	throttled;		/* choices held back by max_inflight */
+	u64	batch_ns_sum[KVB_NR_BATCH_TIERS];
+	u64	batch_ns_max[KVB_NR_BATCH_TIERS];
+	u64	hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
+	u32	live;			/* batches open or draining */
+	u32	live_max;
+};
+
+/* A min-heap of batches, with each batch's position kept in the batch. */
+struct kvp_heap {
+	struct kvp_batch	**a;
+	u32			n;
+	u8			which;		/* index into heap_pos[] */
+};
+
+struct kvp_tier {
+	struct kvp_heap		work;		/* by (queued + inflight, seq) */
+	struct kvp_heap		age;		/* by head_ns */
+	u32			queued;
+	u32			inflight;
+};
+
+struct kvp_sched {
+	struct kvp_params	p;
+	struct kvp_tier		tier[KVB_NR_TIERS];
+	/* Per-tier overflow batches, then the write queue: always present. */
+	struct kvp_batch	fixed[KVB_NR_TIERS];
+	struct kvp_batch	*wq;
+
+	struct kvp_batch	*pool;
+	u32			nr_batches;
+	struct kvp_batch	*free;
+	struct kvp_batch	**hash;
+	u32			hash_bits;
+	struct kvp_batch	*drain_head, *drain_tail;
+
+	u32			seq;
+	u32			queued;		/* all tiers */
+	u32			inflight;	/* all tiers */
+	u32			burst_left;	/* writes left in this burst */
+	struct kvp_stats	stats;
+};
+
+enum kvp_pick_kind {
+	KVP_PICK_NONE,		/* nothing to dispatch now */
+	KVP_PICK_BATCH,		/* the oldest queued request of .batch */
+	KVP_PICK_WRITE,		/* a deferred write (see burst_start) */
+};
+
+struct kvp_pick {
+	enum kvp_pick_kind	kind;
+	enum kvb_reason		why;
+	struct kvp_batch	*batch;
+	/*
+	 * KVP_PICK_WRITE: true for the first write of a burst, which is the
+	 * oldest deferred write; the rest of the burst follows in ascending
+	 * sector order from there.
+	 */
+	bool			burst_start;
+};
+
+/* Set-up: one allocation of kvp_size() bytes, zeroed, handed to kvp_init. */
+unsigned long kvp_size(u32 nr_batches);
+struct kvp_sched *kvp_init(void *mem, u32 nr_batches);
+/* Close every draining batch (teardown, or batch_window_us lowered). */
+void kvp_flush_draining(struct kvp_sched *ps);
+/* Close the draining batches whose window has passed. */
+void kvp_reap(struct kvp_sched *ps, u64 now);
+
+/* Tier of a request from its ioprio and direction. */
+enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync);
+
+/* The batch a new request with @key joins; never NULL. */
+struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
+				enum kvb_tier tier, u64 now);
+
+/*
+ * Request events. @head_ns is the arrival time of the batch's oldest
+ * queued request after the event (ignored when none is queued). The write
+ * queue is ps->wq and takes the same events.
+ */
+void kvp_rq_queued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
+void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
+		     u64 now);
+void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
+		       u64 head_ns, u32 bytes);
+void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
+void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now);
+
+/* What to dispatch next. The host must dispatch what it is told. */
+struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);
+
+/* True while max_inflight requests are in the device. */
+static inline bool kvp_throttled(const struct kvp_sched *ps)
+{
+	return ps->p.max_inflight && ps->inflight >= ps->p.max_inflight;
+}
+
+static inline u32 kvp_pending(const struct kvp_batch *b)
+{
+	return b->queued + b->inflight;
+}
+
+unsigned int kvp_hist_bucket(u64 ns);
+
+extern const char *const kvb_tier_names[KVB_NR_TIERS];
+extern const char *const kvb_reason_names[KVB_NR_REASONS];
 
 #endif /* _KV_SCHED_H */

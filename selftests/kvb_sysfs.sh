@@ -9,8 +9,14 @@ source "$(dirname "$0")/lib.sh"
 
 # name default min max: must match kvb_tunables[] in kv-sched.c.
 KNOBS=(
+	"demand_expire_ms 250 1 60000"
+	"normal_expire_ms 500 1 60000"
+	"prefetch_expire_ms 2000 1 600000"
 	"write_expire_ms 5000 1 600000"
-	"writes_starved 2 0 1024"
+	"write_batch 16 1 256"
+	"write_defer_max 128 1 4096"
+	"batch_window_us 0 0 1000000"
+	"max_inflight 0 0 4096"
 	"front_merges 1 0 1"
 	"async_depth 0 0 65536"
 )
@@ -21,7 +27,7 @@ disk=nvme0n1
 kvb_load || ktap_exit_skip "cannot load kvbatch"
 
 ktap_print_header
-ktap_set_plan $((${#KNOBS[@]} * 3 + 3))
+ktap_set_plan $((${#KNOBS[@]} * 3 + 6))
 
 kvb_set_sched $disk kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
 dir=/sys/block/$disk/queue/iosched
@@ -29,7 +35,7 @@ dir=/sys/block/$disk/queue/iosched
 only_known_knobs() {
 	local want have
 
-	want=$(for k in "${KNOBS[@]}"; do echo "${k%% *}"; done | sort)
+	want=$( (for k in "${KNOBS[@]}"; do echo "${k%% *}"; done; echo batch_key) | sort)
 	have=$(ls "$dir" | sort)
 	[ "$want" = "$have" ] || { log "knobs: want [$want] have [$have]"; return 1; }
 }
@@ -77,15 +83,39 @@ for k in "${KNOBS[@]}"; do
 	ktap_check "$name: bad input -> EINVAL, value unchanged" bad_inputs "$f" "$max"
 done
 
+# batch_key is a choice of names, shown like the scheduler list.
+key=$dir/batch_key
+ktap_check "batch_key: default is cgroup+ioprio" \
+	test "$(cat $key)" = "ioprio cgroup [cgroup+ioprio]"
+key_roundtrip() {
+	local v
+
+	for v in ioprio cgroup cgroup+ioprio; do
+		echo "$v" > $key || return 1
+		grep -q "\[$v\]" $key || { log "batch_key: wrote $v, read $(cat $key)"; return 1; }
+	done
+}
+ktap_check "batch_key: every mode round-trips" key_roundtrip
+key_rejects() {
+	local before v
+
+	before=$(cat $key)
+	for v in $'\n' IOPRIO "cgroup " cgroup+ cgroup+ioprioX 0 1 "$huge"; do
+		write_rejected $key "$v" || { log "batch_key accepted '${v:0:20}'"; return 1; }
+		[ "$(cat $key)" = "$before" ] || return 1
+	done
+}
+
 dbg=/sys/kernel/debug/block/$disk/sched
 debugfs_files() {
 	local f
 
-	for f in stats depth dispatch read_fifo write_fifo; do
+	for f in stats depth dispatch batches; do
 		[ -r "$dbg/$f" ] || { log "missing $dbg/$f"; return 1; }
 		cat "$dbg/$f" > /dev/null || return 1
 	done
 }
+ktap_check "batch_key: bad names -> EINVAL, value unchanged" key_rejects
 ktap_check "debugfs state files readable" debugfs_files
 
 # Knob changes under load must be safe.
@@ -97,12 +127,22 @@ knobs_under_load() {
 		--runtime=8 --time_based --verify=crc32c --verify_fatal=1 \
 		--output=/dev/null) &
 	pid=$!
-	for i in $(seq 200); do
+	local keys=(ioprio cgroup cgroup+ioprio)
+
+	for i in $(seq 100); do
 		echo $((RANDOM % 2)) > $dir/front_merges
-		echo $((RANDOM % 8)) > $dir/writes_starved
 		echo $((RANDOM % 64)) > $dir/async_depth
 		echo $((1 + RANDOM % 5000)) > $dir/write_expire_ms
+		echo $((1 + RANDOM % 1000)) > $dir/demand_expire_ms
+		echo $((1 + RANDOM % 1000)) > $dir/normal_expire_ms
+		echo $((1 + RANDOM % 3000)) > $dir/prefetch_expire_ms
+		echo $((1 + RANDOM % 64)) > $dir/write_batch
+		echo $((1 + RANDOM % 256)) > $dir/write_defer_max
+		echo $((RANDOM % 3 * 500)) > $dir/batch_window_us
+		echo $((RANDOM % 3 * RANDOM % 64)) > $dir/max_inflight
+		echo "${keys[$((RANDOM % 3))]}" > $dir/batch_key
 	done
+	echo cgroup+ioprio > $dir/batch_key
 	wait $pid
 	rc=$?
 	for k in "${KNOBS[@]}"; do

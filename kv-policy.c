@@ -1,0 +1,596 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvbatch policy core: batch bookkeeping and the choice of what to dispatch
+ * next. Plain C with no blk-mq types, compiled into the module and into the
+ * userspace unit tests and simulator, so the policy that is tested and
+ * explained is the one that runs.
+ *
+ * Why this order. A recall batch is done when its last read is done, so
+ * the cost of a batch is the completion time of its tail. On one device,
+ * serving batches in order of least remaining work minimises the mean
+ * batch completion time (shortest-remaining-processing-time at batch
+ * granularity): finishing a small batch first delays a large one by a
+ * little, while the reverse delays the small one by a lot. Demand
+ * (decode-critical) batches therefore go first, smallest remaining first;
+ * other work fills the device when no demand is queued; prefetch only when
+ * nothing else waits. Reordering does not change the total work, only who
+ * waits. Strict order starves, so every tier has an expire time after
+ * which its oldest request goes first, oldest first across tiers.
+ *
+ * Writes that can wait are held while demand reads are queued or in
+ * flight (flash serves reads slower while it writes), and then released
+ * in bursts, sector-sorted by the host, so they still make progress.
+ *
+ * Batch metadata comes from a fixed pool: a workload inventing tags cannot
+ * grow kernel memory. When the pool is exhausted, requests join their
+ * tier's overflow batch and are served like any other batch.
+ */
+#ifdef __KERNEL__
+#include <linux/kernel.h>
+#include <linux/string.h>
+#else
+#include "kv-user.h"
+#endif
+
+#include "kv-sched.h"
+
+const char *const kvb_tier_names[KVB_NR_TIERS] = {
+	[KVB_TIER_DEMAND]	= "demand",
+	[KVB_TIER_NORMAL]	= "normal",
+	[KVB_TIER_PREFETCH]	= "prefetch",
+	[KVB_TIER_WRITE]	= "write",
+};
+
+const char *const kvb_reason_names[KVB_NR_REASONS] = {
+	[KVB_WHY_EXPIRED]	= "expired",
+	[KVB_WHY_TAIL]		= "tail",
+	[KVB_WHY_FOREIGN]	= "foreign",
+	[KVB_WHY_PREFETCH]	= "prefetch",
+	[KVB_WHY_WRITE_BURST]	= "write_burst",
+};
+
+enum { KVP_HEAP_WORK, KVP_HEAP_AGE };
+
+/* The ioprio layout (class 13..15, hint 3..12, level 0..2) is ABI. */
+#define KVP_IOPRIO_CLASS(p)	(((p) >> 13) & 0x7)
+#define KVP_IOPRIO_HINT(p)	(((p) >> 3) & 0x3ff)
+#define KVP_CLASS_RT		1
+#define KVP_CLASS_IDLE		3
+
+enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync)
+{
+	unsigned int class = KVP_IOPRIO_CLASS(ioprio);
+
+	/* Async writeback and idle writes can wait for demand to finish. */
+	if (write && (!sync || class == KVP_CLASS_IDLE))
+		return KVB_TIER_WRITE;
+	if (class == KVP_CLASS_RT || KVP_IOPRIO_HINT(ioprio))
+		return KVB_TIER_DEMAND;
+	if (class == KVP_CLASS_IDLE)
+		return KVB_TIER_PREFETCH;
+	return KVB_TIER_NORMAL;
+}
+
+unsigned int kvp_hist_bucket(u64 ns)
+{
+	u64 us = ns / 1000;
+	unsigned int b = 0;
+
+	while (us) {
+		b++;
+		us >>= 1;
+	}
+	return b < KVB_HIST_BUCKETS ? b : KVB_HIST_BUCKETS - 1;
+}
+
+/* ---- heaps ------------------------------------------------------------ */
+
+static bool kvp_before(const struct kvp_heap *h, const struct kvp_batch *a,
+		       const struct kvp_batch *b)
+{
+	if (h->which == KVP_HEAP_WORK) {
+		if (kvp_pending(a) != kvp_pending(b))
+			return kvp_pending(a) < kvp_pending(b);
+	} else if (a->head_ns != b->head_ns) {
+		return a->head_ns < b->head_ns;
+	}
+	/* Sequence numbers wrap; compare them as a window. */
+	return (s32)(a->seq - b->seq) < 0;
+}
+
+static void kvp_heap_set(struct kvp_heap *h, u32 i, struct kvp_batch *b)
+{
+	h->a[i] = b;
+	b->heap_pos[h->which] = i;
+}
+
+static void kvp_heap_up(struct kvp_heap *h, u32 i)
+{
+	struct kvp_batch *b = h->a[i];
+
+	while (i) {
+		u32 parent = (i - 1) / 2;
+
+		if (!kvp_before(h, b, h->a[parent]))
+			break;
+		kvp_heap_set(h, i, h->a[parent]);
+		i = parent;
+	}
+	kvp_heap_set(h, i, b);
+}
+
+static void kvp_heap_down(struct kvp_heap *h, u32 i)
+{
+	struct kvp_batch *b = h->a[i];
+
+	for (;;) {
+		u32 c = 2 * i + 1;
+
+		if (c >= h->n)
+			break;
+		if (c + 1 < h->n && kvp_before(h, h->a[c + 1], h->a[c]))
+			c++;
+		if (!kvp_before(h, h->a[c], b))
+			break;
+		kvp_heap_set(h, i, h->a[c]);
+		i = c;
+	}
+	kvp_heap_set(h, i, b);
+}
+
+static void kvp_heap_fix(struct kvp_heap *h, struct kvp_batch *b)
+{
+	int i = b->heap_pos[h->which];
+
+	if (i < 0)
+		return;
+	kvp_heap_up(h, i);
+	kvp_heap_down(h, b->heap_pos[h->which]);
+}
+
+static void kvp_heap_add(struct kvp_heap *h, struct kvp_batch *b)
+{
+	h->a[h->n] = b;
+	b->heap_pos[h->which] = h->n;
+	kvp_heap_up(h, h->n++);
+}
+
+static void kvp_heap_del(struct kvp_heap *h, struct kvp_batch *b)
+{
+	int i = b->heap_pos[h->which];
+
+	if (i < 0)
+		return;
+	b->heap_pos[h->which] = -1;
+	if ((u32)i == --h->n)
+		return;
+	/* Move the last entry into the hole and restore the order. */
+	kvp_heap_set(h, i, h->a[h->n]);
+	kvp_heap_fix(h, h->a[i]);
+}
+
+static struct kvp_batch *kvp_heap_top(const struct kvp_heap *h)
+{
+	return h->n ? h->a[0] : NULL;
+}
+
+/* ---- batches ---------------------------------------------------------- */
+
+static u32 kvp_hash(const struct kvp_sched *ps, u64 key, enum kvb_tier tier)
+{
+	u64 h = (key ^ ((u64)tier << 61)) * 0x9e3779b97f4a7c15ULL;
+
+	return (u32)(h >> (64 - ps->hash_bits));
+}
+
+static void kvp_hash_del(struct kvp_sched *ps, struct kvp_batch *b)
+{
+	struct kvp_batch **pp = &ps->hash[kvp_hash(ps, b->key, b->tier)];
+
+	while (*pp && *pp != b)
+		pp = &(*pp)->hnext;
+	if (*pp)
+		*pp = b->hnext;
+	b->hnext = NULL;
+}
+
+static void kvp_drain_del(struct kvp_sched *ps, struct kvp_batch *b)
+{
+	if (b->dprev)
+		b->dprev->dnext = b->dnext;
+	else
+		ps->drain_head = b->dnext;
+	if (b->dnext)
+		b->dnext->dprev = b->dprev;
+	else
+		ps->drain_tail = b->dprev;
+	b->dprev = NULL;
+	b->dnext = NULL;
+}
+
+static void kvp_drain_add(struct kvp_sched *ps, struct kvp_batch *b)
+{
+	b->dprev = ps->drain_tail;
+	b->dnext = NULL;
+	if (ps->drain_tail)
+		ps->drain_tail->dnext = b;
+	else
+		ps->drain_head = b;
+	ps->drain_tail = b;
+}
+
+static void kvp_batch_reset(struct kvp_batch *b, u64 key, enum kvb_tier tier)
+{
+	INIT_LIST_HEAD(&b->rqs);
+	b->key = key;
+	b->tier = tier;
+	b->open_ns = 0;
+	b->head_ns = 0;
+	b->last_ns = 0;
+	b->bytes = 0;
+	b->nr_rqs = 0;
+	b->queued = 0;
+	b->inflight = 0;
+	b->heap_pos[KVP_HEAP_WORK] = -1;
+	b->heap_pos[KVP_HEAP_AGE] = -1;
+	b->hnext = NULL;
+	b->dprev = NULL;
+	b->dnext = NULL;
+}
+
+/* Record a finished batch and return it to the pool. */
+static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
+{
+	enum kvb_tier t = b->tier;
+	u64 dur = b->last_ns > b->open_ns ? b->last_ns - b->open_ns : 0;
+
+	if (b->state == KVP_BATCH_DRAINING)
+		kvp_drain_del(ps, b);
+	kvp_hash_del(ps, b);
+
+	ps->stats.closed[t]++;
+	ps->stats.batch_ns_sum[t] += dur;
+	if (dur > ps->stats.batch_ns_max[t])
+		ps->stats.batch_ns_max[t] = dur;
+	ps->stats.hist[t][kvp_hist_bucket(dur)]++;
+	ps->stats.live--;
+
+	b->state = KVP_BATCH_FREE;
+	b->hnext = ps->free;
+	ps->free = b;
+}
+
+/* Nothing of @b is pending any more. */
+static void kvp_batch_done(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
+{
+	if (b->overflow || b == ps->wq)
+		return;
+	b->last_ns = now;
+	if (ps->p.window_ns) {
+		b->state = KVP_BATCH_DRAINING;
+		kvp_drain_add(ps, b);
+	} else {
+		kvp_batch_finish(ps, b);
+	}
+}
+
+void kvp_flush_draining(struct kvp_sched *ps)
+{
+	while (ps->drain_head)
+		kvp_batch_finish(ps, ps->drain_head);
+}
+
+void kvp_reap(struct kvp_sched *ps, u64 now)
+{
+	/* The draining list is in completion order: stop at the first live. */
+	while (ps->drain_head && now - ps->drain_head->last_ns > ps->p.window_ns)
+		kvp_batch_finish(ps, ps->drain_head);
+}
+
+unsigned long kvp_size(u32 nr_batches)
+{
+	u32 bits = 1;
+
+	while ((1U << bits) < nr_batches)
+		bits++;
+	/* The scheduler, the pool, two heaps per batch tier, the hash. */
+	return sizeof(struct kvp_sched) +
+		nr_batches * sizeof(struct kvp_batch) +
+		2 * KVB_NR_BATCH_TIERS * (nr_batches + 1) *
+		sizeof(struct kvp_batch *) +
+		(1UL << bits) * sizeof(struct kvp_batch *);
+}
+
+struct kvp_sched *kvp_init(void *mem, u32 nr_batches)
+{
+	struct kvp_sched *ps = mem;
+	char *p = (char *)(ps + 1);
+	u32 i, t;
+
+	memset(ps, 0, sizeof(*ps));
+	ps->nr_batches = nr_batches;
+	ps->pool = (struct kvp_batch *)p;
+	p += nr_batches * sizeof(struct kvp_batch);
+	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
+		struct kvp_tier *tier = &ps->tier[t];
+
+		tier->work.a = (struct kvp_batch **)p;
+		tier->work.which = KVP_HEAP_WORK;
+		p += (nr_batches + 1) * sizeof(struct kvp_batch *);
+		tier->age.a = (struct kvp_batch **)p;
+		tier->age.which = KVP_HEAP_AGE;
+		p += (nr_batches + 1) * sizeof(struct kvp_batch *);
+	}
+	ps->hash = (struct kvp_batch **)p;
+	ps->hash_bits = 1;
+	while ((1U << ps->hash_bits) < nr_batches)
+		ps->hash_bits++;
+	memset(ps->hash, 0, (1UL << ps->hash_bits) * sizeof(*ps->hash));
+
+	for (i = nr_batches; i-- > 0; ) {
+		struct kvp_batch *b = &ps->pool[i];
+
+		kvp_batch_reset(b, 0, KVB_TIER_NORMAL);
+		b->state = KVP_BATCH_FREE;
+		b->overflow = false;
+		b->hnext = ps->free;
+		ps->free = b;
+	}
+	for (t = 0; t < KVB_NR_TIERS; t++) {
+		struct kvp_batch *b = &ps->fixed[t];
+
+		kvp_batch_reset(b, ~0ULL, t);
+		b->state = KVP_BATCH_OPEN;
+		b->overflow = t != KVB_TIER_WRITE;
+	}
+	ps->wq = &ps->fixed[KVB_TIER_WRITE];
+	return ps;
+}
+
+struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
+				enum kvb_tier tier, u64 now)
+{
+	struct kvp_batch *b;
+
+	if (tier == KVB_TIER_WRITE)
+		return ps->wq;
+	kvp_reap(ps, now);
+
+	for (b = ps->hash[kvp_hash(ps, key, tier)]; b; b = b->hnext)
+		if (b->key == key && b->tier == tier)
+			break;
+
+	if (b && b->state == KVP_BATCH_OPEN)
+		return b;
+	if (b) {
+		/* Draining: joined within the window, or finished now. */
+		if (now - b->last_ns <= ps->p.window_ns) {
+			kvp_drain_del(ps, b);
+			b->state = KVP_BATCH_OPEN;
+			return b;
+		}
+		kvp_batch_finish(ps, b);
+	}
+
+	/* A new batch; reclaim the oldest draining one if the pool is dry. */
+	if (!ps->free && ps->drain_head)
+		kvp_batch_finish(ps, ps->drain_head);
+	b = ps->free;
+	if (!b) {
+		ps->stats.overflow_rqs[tier]++;
+		return &ps->fixed[tier];
+	}
+	ps->free = b->hnext;
+
+	kvp_batch_reset(b, key, tier);
+	b->state = KVP_BATCH_OPEN;
+	b->open_ns = now;
+	b->seq = ps->seq++;
+	b->hnext = ps->hash[kvp_hash(ps, key, tier)];
+	ps->hash[kvp_hash(ps, key, tier)] = b;
+
+	ps->stats.opened[tier]++;
+	if (++ps->stats.live > ps->stats.live_max)
+		ps->stats.live_max = ps->stats.live;
+	return b;
+}
+
+/* ---- request events --------------------------------------------------- */
+
+static void kvp_set_head(struct kvp_sched *ps, struct kvp_batch *b,
+			 u64 head_ns)
+{
+	struct kvp_tier *tier = &ps->tier[b->tier];
+
+	b->head_ns = head_ns;
+	if (b == ps->wq)
+		return;
+	if (b->queued && b->heap_pos[KVP_HEAP_WORK] < 0) {
+		kvp_heap_add(&tier->work, b);
+		kvp_heap_add(&tier->age, b);
+	} else if (!b->queued) {
+		kvp_heap_del(&tier->work, b);
+		kvp_heap_del(&tier->age, b);
+	} else {
+		kvp_heap_fix(&tier->work, b);
+		kvp_heap_fix(&tier->age, b);
+	}
+}
+
+void kvp_rq_queued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
+{
+	b->queued++;
+	ps->tier[b->tier].queued++;
+	ps->queued++;
+	if (b == ps->wq)
+		ps->stats.deferred++;
+	kvp_set_head(ps, b, head_ns);
+}
+
+void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
+		     u64 now)
+{
+	b->queued--;
+	ps->tier[b->tier].queued--;
+	ps->queued--;
+	kvp_set_head(ps, b, head_ns);
+	if (!kvp_pending(b))
+		kvp_batch_done(ps, b, now);
+}
+
+void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
+		       u64 head_ns, u32 bytes)
+{
+	b->queued--;
+	b->inflight++;
+	b->nr_rqs++;
+	b->bytes += bytes;
+	ps->tier[b->tier].queued--;
+	ps->tier[b->tier].inflight++;
+	ps->queued--;
+	ps->inflight++;
+	kvp_set_head(ps, b, head_ns);
+}
+
+void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
+{
+	b->inflight--;
+	b->queued++;
+	ps->tier[b->tier].inflight--;
+	ps->tier[b->tier].queued++;
+	ps->inflight--;
+	ps->queued++;
+	kvp_set_head(ps, b, head_ns);
+}
+
+void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
+{
+	b->inflight--;
+	ps->tier[b->tier].inflight--;
+	ps->inflight--;
+	if (b->queued)
+		kvp_heap_fix(&ps->tier[b->tier].work, b);
+	else if (!b->inflight)
+		kvp_batch_done(ps, b, now);
+}
+
+/* ---- the choice ------------------------------------------------------- */
+
+static bool kvp_expired(const struct kvp_sched *ps, enum kvb_tier t,
+			u64 head_ns, u64 now)
+{
+	return now > head_ns && now - head_ns >= ps->p.expire_ns[t];
+}
+
+static struct kvp_pick kvp_pick_batch(struct kvp_batch *b, enum kvb_reason why)
+{
+	struct kvp_pick pick = {
+		.kind = KVP_PICK_BATCH, .why = why, .batch = b,
+	};
+
+	return pick;
+}
+
+static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
+				      enum kvb_reason why, bool start)
+{
+	struct kvp_pick pick = {
+		.kind = KVP_PICK_WRITE, .why = why, .batch = ps->wq,
+		.burst_start = start,
+	};
+
+	if (start) {
+		ps->burst_left = ps->wq->queued < ps->p.write_batch ?
+				 ps->wq->queued : ps->p.write_batch;
+		ps->stats.bursts++;
+	}
+	ps->burst_left--;
+	return pick;
+}
+
+struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
+{
+	struct kvp_pick none = { .kind = KVP_PICK_NONE };
+	struct kvp_batch *b, *oldest = NULL;
+	struct kvp_batch *wq = ps->wq;
+	struct kvp_pick pick;
+	u32 burst;
+	int t;
+
+	if (!ps->queued)
+		return none;
+	if (kvp_throttled(ps)) {
+		ps->stats.throttled++;
+		return none;
+	}
+
+	/* 1. Past a deadline: the oldest expired request, across tiers. */
+	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
+		b = kvp_heap_top(&ps->tier[t].age);
+		if (b && kvp_expired(ps, t, b->head_ns, now) &&
+		    (!oldest || b->head_ns < oldest->head_ns))
+			oldest = b;
+	}
+	if (wq->queued && kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now) &&
+	    (!oldest || wq->head_ns < oldest->head_ns)) {
+		pick = kvp_pick_write(ps, KVB_WHY_EXPIRED, true);
+		goto out;
+	}
+	if (oldest) {
+		pick = kvp_pick_batch(oldest, KVB_WHY_EXPIRED);
+		goto out;
+	}
+
+	/* 2. Demand: the batch with the least remaining work. */
+	b = kvp_heap_top(&ps->tier[KVB_TIER_DEMAND].work);
+	if (b) {
+		pick = kvp_pick_batch(b, KVB_WHY_TAIL);
+		goto out;
+	}
+
+	/*
+	 * 3. Writes. A burst in progress finishes; a full deferral queue is
+	 * released; otherwise writes wait while demand is in flight, and
+	 * then compete with the normal tier as one batch of a burst's size.
+	 */
+	if (wq->queued) {
+		if (ps->burst_left) {
+			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, false);
+			goto out;
+		}
+		if (wq->queued >= ps->p.write_defer_max) {
+			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, true);
+			goto out;
+		}
+		if (!ps->tier[KVB_TIER_DEMAND].inflight) {
+			burst = wq->queued < ps->p.write_batch ?
+				wq->queued : ps->p.write_batch;
+			b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
+			if (!b || burst <= kvp_pending(b)) {
+				pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST,
+						      true);
+				goto out;
+			}
+		}
+	} else {
+		ps->burst_left = 0;
+	}
+
+	/* 4. Everything else that is not prefetch. */
+	b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
+	if (b) {
+		pick = kvp_pick_batch(b, KVB_WHY_FOREIGN);
+		goto out;
+	}
+
+	/* 5. Prefetch, when nothing above is waiting. */
+	b = kvp_heap_top(&ps->tier[KVB_TIER_PREFETCH].work);
+	if (b) {
+		pick = kvp_pick_batch(b, KVB_WHY_PREFETCH);
+		goto out;
+	}
+	return none;
+out:
+	ps->stats.dispatched[pick.why]++;
+	return pick;
+}

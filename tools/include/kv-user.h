@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kv-user.h: the few kernel types and list helpers the kvbatch policy core
+ * (kv-policy.c) uses, for building it in userspace (unit tests, kvsim).
+ * Written for this project; only the names follow the kernel's so the core
+ * compiles unchanged.
+ */
+#ifndef _KV_USER_H
+#define _KV_USER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef uint8_t u8;
+typedef uint16_t u16;
+typedef uint32_t u32;
+typedef uint64_t u64;
+typedef int32_t s32;
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+/* A circular doubly-linked list with a sentinel head. */
+struct list_head {
+	struct list_head *next, *prev;
+};
+
+static inline void INIT_LIST_HEAD(struct list_head *h)
+{
+	h->next = h;
+	h->prev = h;
+}
+
+static inline bool list_empty(const struct list_head *h)
+{
+	return h->next == h;
+}
+
+static inline void list_link(struct list_head *n, struct list_head *prev,
+			     struct list_head *next)
+{
+	n->prev = prev;
+	n->next = next;
+	prev->next = n;
+	next->prev = n;
+}
+
+static inline void list_add(struct list_head *n, struct list_head *h)
+{
+	list_link(n, h, h->next);
+}
+
+static inline void list_add_tail(struct list_head *n, struct list_head *h)
+{
+	list_link(n, h->prev, h);
+}
+
+static inline void list_del_init(struct list_head *n)
+{
+	n->prev->next = n->next;
+	n->next->prev = n->prev;
+	INIT_LIST_HEAD(n);
+}
+
+#define list_entry(ptr, type, member) container_of(ptr, type, member)
+#define list_first_entry(h, type, member) list_entry((h)->next, type, member)
+#define list_first_entry_or_null(h, type, member) \
+	(list_empty(h) ? NULL : list_first_entry(h, type, member))
+#define list_for_each_entry(pos, h, member)				\
+	for (pos = list_entry((h)->next, __typeof__(*pos), member);	\
+	     &pos->member != (h);					\
+	     pos = list_entry(pos->member.next, __typeof__(*pos), member))
+
+#endif /* _KV_USER_H */
