@@ -7,6 +7,8 @@
 #   make KDIR=<dir> KSRC=<dir> use another build tree / kernel source tree
 #   make all-kernels           build for every supported installed kernel
 #   make test                  the test suite (what .ci/run runs)
+#   make unit                  policy core unit tests (userspace)
+#   make tools                 build/tools/kvbench (load generator)
 #   make demo                  the main job: boot a guest, use kvbatch, fio
 #   make checkpatch sparse     static checks
 #   make clean
@@ -47,7 +49,7 @@ SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h scripts
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h
 
 .PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
-	deps clean help print-kernels selftests-bin
+	deps clean help print-kernels selftests-bin tools
 
 all: modules
 
@@ -97,9 +99,22 @@ USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 
 selftests-bin: $(SELFTEST_BINS)
 
+# Tools: the load generator.
+TOOLS_BINS	:= $(BUILD)/tools/kvbench
+
+tools: $(TOOLS_BINS)
+
+$(BUILD)/tools/kvbench: $(TOP)/tools/kvbench/kvbench.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -luring -lm
+
 $(BUILD)/selftests/kvb_seqio: $(TOP)/selftests/kvb_seqio.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -luring
+
+# Policy core unit tests in userspace (TAP).
+unit:
+	@$(MAKE) --no-print-directory -C $(TOP)/selftests/unit run
 
 test: deps
 	@$(TOP)/selftests/run-all.sh

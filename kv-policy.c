@@ -64,10 +64,10 @@ enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync)
 	/* Async writeback and idle writes can wait for demand to finish. */
 	if (write && (!sync || class == KVP_CLASS_IDLE))
 		return KVB_TIER_WRITE;
-	if (class == KVP_CLASS_RT || KVP_IOPRIO_HINT(ioprio))
-		return KVB_TIER_DEMAND;
 	if (class == KVP_CLASS_IDLE)
 		return KVB_TIER_PREFETCH;
+	if (class == KVP_CLASS_RT || KVP_IOPRIO_HINT(ioprio))
+		return KVB_TIER_DEMAND;
 	return KVB_TIER_NORMAL;
 }
 
@@ -433,6 +433,9 @@ void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
 	b->queued--;
 	ps->tier[b->tier].queued--;
 	ps->queued--;
+	/* A write merged away mid-burst shortens the burst with it. */
+	if (b == ps->wq && ps->burst_left > b->queued)
+		ps->burst_left = b->queued;
 	kvp_set_head(ps, b, head_ns);
 	if (!kvp_pending(b))
 		kvp_batch_done(ps, b, now);

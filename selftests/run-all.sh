@@ -34,6 +34,7 @@ if ! scripts/install-deps.sh 2>&1 | diag; then
 fi
 
 kernels=${KVB_KERNELS:-$(make -s --no-print-directory print-kernels)}
+kernels=$(echo "$kernels" | tr -s ' ' '\n' | grep -v '^$')
 [ -n "$kernels" ] || t_fail "a supported kernel is installed (6.1 or 6.12)"
 
 # --- static checks -------------------------------------------------------
@@ -56,7 +57,7 @@ if [ -n "$first" ]; then
 	if make --no-print-directory KERNELRELEASE="$first" checkpatch > "$logdir/checkpatch.log" 2>&1; then
 		t_pass "checkpatch.pl --strict is clean"
 	else
-		grep -E '^(ERROR|WARNING|CHECK)|^#' "$logdir/checkpatch.log" | diag
+		grep -E '^(ERROR|WARNING|CHECK)|^#|kvbatch:' "$logdir/checkpatch.log" | diag
 		t_fail "checkpatch.pl --strict is clean"
 	fi
 	for k in $kernels; do
@@ -68,6 +69,30 @@ if [ -n "$first" ]; then
 			t_pass "sparse is clean on $k"
 		fi
 	done
+fi
+
+# --- policy core unit tests (userspace) ---------------------------------
+if make --no-print-directory unit > "$logdir/unit.log" 2>&1; then
+	unit_rc=0
+else
+	unit_rc=1
+fi
+while read -r line; do
+	case $line in
+	"ok "*) t_pass "unit: ${line#ok * - }" ;;
+	"not ok "*) t_fail "unit: ${line#not ok * - }" ;;
+	esac
+done < <(grep -E '^(not )?ok [0-9]+ - ' "$logdir/unit.log")
+if [ $unit_rc -ne 0 ] || ! grep -qE '^ok [0-9]+ - ' "$logdir/unit.log"; then
+	tail -20 "$logdir/unit.log" | diag
+	t_fail "unit tests build and run"
+fi
+
+if make --no-print-directory tools > "$logdir/tools.log" 2>&1; then
+	t_pass "tools build with -Wall -Wextra -Werror"
+else
+	diag < "$logdir/tools.log"
+	t_fail "tools build with -Wall -Wextra -Werror"
 fi
 
 # --- guest selftests -----------------------------------------------------

@@ -1,0 +1,1473 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the kvbatch policy core (kv-policy.c), run in userspace on
+ * the device model of kvsim-core.c. Output is TAP; the last line is the
+ * pass/fail count, and the exit status is 0 only if every test passed.
+ *
+ * The expectations are derived, not recorded: orderings that follow from
+ * the policy on hand-built traces (the three situations of the batch-aware
+ * scheduling note), equalities that hold for any order (total work), and
+ * invariants of the core's data structures, checked after every event.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "kvsim-core.h"
+
+/* Randomized traces in test f (override with -DKVT_RANDOM_TRACES=n). */
+#ifndef KVT_RANDOM_TRACES
+#define KVT_RANDOM_TRACES	200
+#endif
+
+/* Traces with requeues and merges in test j (-DKVT_MERGE_TRACES=n). */
+#ifndef KVT_MERGE_TRACES
+#define KVT_MERGE_TRACES	60
+#endif
+
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
+#define US	1000ULL
+#define MS	1000000ULL
+
+static int nr_pass, nr_fail, nr_run;
+
+/* Per-test failure state: the first few messages are printed. */
+static bool t_ok;
+static int t_msgs;
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+#define EXPECT(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			t_ok = false;					\
+			if (t_msgs++ < 8) {				\
+				printf("# FAIL %s:%d: ", __func__,	\
+				       __LINE__);			\
+				printf(__VA_ARGS__);			\
+				printf("\n");				\
+			}						\
+		}							\
+	} while (0)
+
+static void run_test(bool (*fn)(void), const char *desc)
+{
+	t_ok = true;
+	t_msgs = 0;
+	nr_run++;
+	if (fn() && t_ok) {
+		nr_pass++;
+		printf("ok %d - %s\n", nr_run, desc);
+	} else {
+		nr_fail++;
+		printf("not ok %d - %s\n", nr_run, desc);
+	}
+	fflush(stdout);
+}
+
+/* A failure detail: shares the per-test budget of EXPECT messages. */
+#define FAIL_DIAG(...)							\
+	do {								\
+		if (t_msgs++ < 8)					\
+			diag(__VA_ARGS__);				\
+	} while (0)
+
+/* ---- traces ----------------------------------------------------------- */
+
+#define IOP_RT		KVS_IOPRIO(KVS_CLASS_RT, 0, 4)
+#define IOP_BE		KVS_IOPRIO(KVS_CLASS_BE, 0, 4)
+#define IOP_BE_HINT	KVS_IOPRIO(KVS_CLASS_BE, 1, 4)
+#define IOP_IDLE	KVS_IOPRIO(KVS_CLASS_IDLE, 0, 7)
+
+/* A sync read of 8 sectors on @die. */
+static struct kvs_req rd(u64 t, u64 key, u16 ioprio, int die, u64 svc)
+{
+	struct kvs_req rq = {
+		.arrival = t, .key = key, .ioprio = ioprio, .sync = true,
+		.sector = (u64)die * 1024, .nr_sectors = 8, .service = svc,
+		.die = die,
+	};
+
+	return rq;
+}
+
+/* An async (deferrable) write of 8 sectors on @die. */
+static struct kvs_req wr(u64 t, u64 key, u64 sector, int die, u64 svc)
+{
+	struct kvs_req rq = {
+		.arrival = t, .key = key, .ioprio = IOP_BE, .write = true,
+		.sync = false, .sector = sector, .nr_sectors = 8,
+		.service = svc, .die = die,
+	};
+
+	return rq;
+}
+
+static struct kvp_params default_params(void)
+{
+	struct kvp_params p = {
+		.expire_ns = {
+			[KVB_TIER_DEMAND]	= 100 * MS,
+			[KVB_TIER_NORMAL]	= 500 * MS,
+			[KVB_TIER_PREFETCH]	= 1000 * MS,
+			[KVB_TIER_WRITE]	= 5000 * MS,
+		},
+		.window_ns = 0,
+		.write_batch = 16,
+		.write_defer_max = 256,
+		.max_inflight = 0,
+	};
+
+	return p;
+}
+
+static struct kvs_config base_config(enum kvs_sched sched)
+{
+	struct kvs_config cfg = {
+		.dies = 3, .qdepth = 3, .chunk = 1024, .sched = sched,
+		.nr_batches = 64, .params = default_params(),
+	};
+
+	return cfg;
+}
+
+/* ---- invariant checker ------------------------------------------------ */
+
+struct inv_ctx {
+	bool		bad;
+	char		msg[256];
+	u64		events;
+};
+
+/* Stops the checker at the first broken invariant, the useful one. */
+#define INV(cond, ...)							\
+	do {								\
+		if (!(cond)) {						\
+			snprintf(msg, len, __VA_ARGS__);		\
+			return false;					\
+		}							\
+	} while (0)
+
+/* kvp_before() of kv-policy.c, restated from the header's comments. */
+static bool inv_before(int which, const struct kvp_batch *a,
+		       const struct kvp_batch *b)
+{
+	if (which == 0) {
+		if (kvp_pending(a) != kvp_pending(b))
+			return kvp_pending(a) < kvp_pending(b);
+	} else if (a->head_ns != b->head_ns) {
+		return a->head_ns < b->head_ns;
+	}
+	return (s32)(a->seq - b->seq) < 0;
+}
+
+/* A batch's queue: length, links back to the batch, head arrival. */
+static bool inv_batch_list(const struct kvp_batch *b, char *msg, size_t len)
+{
+	const struct kvs_req *rq;
+	u32 n = 0;
+
+	list_for_each_entry(rq, &b->rqs, node) {
+		INV(rq->batch == b, "rq %u on a foreign batch list", rq->id);
+		INV(rq->queued, "rq %u on a list but not queued", rq->id);
+		n++;
+	}
+	INV(n == b->queued, "batch key %llu: queued %u but %u on its list",
+	    (unsigned long long)b->key, b->queued, n);
+	if (n) {
+		rq = list_first_entry(&b->rqs, struct kvs_req, node);
+		INV(b->head_ns == rq->arrival,
+		    "batch key %llu: head_ns %llu, first rq arrived %llu",
+		    (unsigned long long)b->key,
+		    (unsigned long long)b->head_ns,
+		    (unsigned long long)rq->arrival);
+	}
+	return true;
+}
+
+/* In both heaps of its tier iff something is queued. */
+static bool inv_batch_heaps(const struct kvp_sched *ps,
+			    const struct kvp_batch *b, char *msg, size_t len)
+{
+	const struct kvp_tier *tier = &ps->tier[b->tier];
+	const struct kvp_heap *h[2] = { &tier->work, &tier->age };
+	int w;
+
+	for (w = 0; w < 2; w++) {
+		int pos = b->heap_pos[w];
+
+		if (!b->queued) {
+			INV(pos == -1, "batch key %llu: idle but heap_pos[%d]=%d",
+			    (unsigned long long)b->key, w, pos);
+			continue;
+		}
+		INV(pos >= 0 && (u32)pos < h[w]->n && h[w]->a[pos] == b,
+		    "batch key %llu tier %u: queued %u, heap_pos[%d]=%d n=%u",
+		    (unsigned long long)b->key, b->tier, b->queued, w, pos,
+		    h[w]->n);
+	}
+	return true;
+}
+
+static bool inv_check(const struct kvs_sim *s, char *msg, size_t len)
+{
+	const struct kvp_sched *ps = s->ps;
+	u32 tq[KVB_NR_TIERS] = { 0 }, ti[KVB_NR_TIERS] = { 0 };
+	u32 live = 0, draining = 0, nfree = 0, nhash = 0, i, t, w;
+	const struct kvp_batch *b, *prev;
+
+	/* Heaps: order, positions, membership. */
+	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
+		const struct kvp_heap *h[2] = { &ps->tier[t].work,
+						&ps->tier[t].age };
+
+		for (w = 0; w < 2; w++) {
+			INV(h[w]->n <= ps->nr_batches + 1,
+			    "tier %u heap %u: n=%u", t, w, h[w]->n);
+			for (i = 0; i < h[w]->n; i++) {
+				b = h[w]->a[i];
+				INV(b, "tier %u heap %u: hole at %u", t, w, i);
+				INV(b->heap_pos[w] == (int)i,
+				    "tier %u heap %u: a[%u] has heap_pos %d",
+				    t, w, i, b->heap_pos[w]);
+				INV(b->tier == t && b->queued,
+				    "tier %u heap %u: a[%u] tier %u queued %u",
+				    t, w, i, b->tier, b->queued);
+				INV(b == &ps->fixed[t] ||
+				    (b >= ps->pool &&
+				     b < ps->pool + ps->nr_batches &&
+				     b->state == KVP_BATCH_OPEN),
+				    "tier %u heap %u: a[%u] not an open batch",
+				    t, w, i);
+				INV(!i || !inv_before(w, b, h[w]->a[(i - 1) / 2]),
+				    "tier %u heap %u: a[%u] before its parent",
+				    t, w, i);
+			}
+		}
+	}
+
+	/* Pool batches. */
+	for (i = 0; i < ps->nr_batches; i++) {
+		b = &ps->pool[i];
+		if (b->state == KVP_BATCH_FREE) {
+			INV(!b->queued && !b->inflight &&
+			    b->heap_pos[0] == -1 && b->heap_pos[1] == -1,
+			    "free batch %u still in use", i);
+			continue;
+		}
+		live++;
+		INV(!b->overflow && b->tier < KVB_NR_BATCH_TIERS,
+		    "pool batch %u: tier %u overflow %d", i, b->tier,
+		    b->overflow);
+		if (b->state == KVP_BATCH_DRAINING) {
+			draining++;
+			INV(!kvp_pending(b), "draining batch %u has %u pending",
+			    i, kvp_pending(b));
+		} else {
+			INV(b->state == KVP_BATCH_OPEN, "batch %u: state %u",
+			    i, b->state);
+			/* OPEN means "has queued or in-flight requests". */
+			INV(kvp_pending(b), "open batch %u (key %llu) is empty",
+			    i, (unsigned long long)b->key);
+		}
+		if (!inv_batch_list(b, msg, len) ||
+		    !inv_batch_heaps(ps, b, msg, len))
+			return false;
+		tq[b->tier] += b->queued;
+		ti[b->tier] += b->inflight;
+	}
+
+	/* Overflow batches and the write queue. */
+	for (t = 0; t < KVB_NR_TIERS; t++) {
+		b = &ps->fixed[t];
+		if (!inv_batch_list(b, msg, len))
+			return false;
+		if (t < KVB_NR_BATCH_TIERS && !inv_batch_heaps(ps, b, msg, len))
+			return false;
+		tq[t] += b->queued;
+		ti[t] += b->inflight;
+	}
+	INV(ps->wq == &ps->fixed[KVB_TIER_WRITE], "wq moved");
+
+	/* Counters: tier = sum over its batches, global = sum of tiers. */
+	{
+		u32 sq = 0, si = 0;
+
+		for (t = 0; t < KVB_NR_TIERS; t++) {
+			INV(ps->tier[t].queued == tq[t],
+			    "tier %u: queued %u, batches hold %u", t,
+			    ps->tier[t].queued, tq[t]);
+			INV(ps->tier[t].inflight == ti[t],
+			    "tier %u: inflight %u, batches hold %u", t,
+			    ps->tier[t].inflight, ti[t]);
+			INV(ps->tier[t].queued == s->nr_tier_queued[t] &&
+			    ps->tier[t].inflight == s->nr_tier_device[t],
+			    "tier %u: core %u/%u, host %u/%u", t,
+			    ps->tier[t].queued, ps->tier[t].inflight,
+			    s->nr_tier_queued[t], s->nr_tier_device[t]);
+			sq += tq[t];
+			si += ti[t];
+		}
+		INV(ps->queued == sq && ps->inflight == si,
+		    "global %u/%u, tiers %u/%u", ps->queued, ps->inflight,
+		    sq, si);
+		INV(ps->queued == s->queued && ps->inflight == s->in_device,
+		    "core %u/%u, host %u/%u", ps->queued, ps->inflight,
+		    s->queued, s->in_device);
+	}
+
+	/* Live batches, free list, draining list, hash. */
+	INV(ps->stats.live == live, "stats.live %u, %u open or draining",
+	    ps->stats.live, live);
+	for (b = ps->free; b; b = b->hnext) {
+		INV(b->state == KVP_BATCH_FREE, "non-free batch on free list");
+		INV(++nfree <= ps->nr_batches, "free list loops");
+	}
+	INV(nfree + live == ps->nr_batches, "free %u + live %u != pool %u",
+	    nfree, live, ps->nr_batches);
+	for (prev = NULL, b = ps->drain_head, i = 0; b; prev = b, b = b->dnext) {
+		INV(b->state == KVP_BATCH_DRAINING, "open batch on drain list");
+		INV(b->dprev == prev, "drain list back link");
+		INV(!prev || prev->last_ns <= b->last_ns,
+		    "drain list out of completion order");
+		INV(++i <= ps->nr_batches, "drain list loops");
+	}
+	INV(ps->drain_tail == prev, "drain tail");
+	INV(i == draining, "drain list holds %u of %u draining", i, draining);
+	for (i = 0; i < (1U << ps->hash_bits); i++) {
+		for (b = ps->hash[i]; b; b = b->hnext) {
+			INV(b >= ps->pool && b < ps->pool + ps->nr_batches &&
+			    b->state != KVP_BATCH_FREE,
+			    "hash holds a free or fixed batch");
+			INV(++nhash <= ps->nr_batches, "hash chain loops");
+		}
+	}
+	INV(nhash == live, "hash holds %u of %u live batches", nhash, live);
+	return true;
+}
+
+static void inv_hook(struct kvs_sim *s, enum kvs_event ev, struct kvs_req *rq,
+		     void *arg)
+{
+	struct inv_ctx *c = arg;
+	char msg[200];
+
+	(void)ev;
+	(void)rq;
+	c->events++;
+	if (c->bad || inv_check(s, msg, sizeof(msg)))
+		return;
+	c->bad = true;
+	snprintf(c->msg, sizeof(c->msg), "t=%llu event %d: %s",
+		 (unsigned long long)s->now, ev, msg);
+}
+
+/* ---- running one trace under the three schedulers --------------------- */
+
+#define MAX_RQS		8192
+
+struct run3 {
+	struct kvs_sim	sim[KVS_NR_SCHEDS];
+	struct kvs_req	*rq[KVS_NR_SCHEDS];
+	u32		n;
+	int		rc[KVS_NR_SCHEDS];
+	struct inv_ctx	inv;
+};
+
+/* Run @trace under FIFO, PRIO and KVBATCH (invariants checked). */
+static void run3(struct run3 *r, const struct kvs_req *trace, u32 n,
+		 const struct kvs_config *cfg)
+{
+	int k;
+
+	memset(&r->inv, 0, sizeof(r->inv));
+	r->n = n;
+	for (k = 0; k < KVS_NR_SCHEDS; k++) {
+		struct kvs_config c = *cfg;
+
+		c.sched = k;
+		/* Hooks look at the core: KVBATCH only. */
+		if (k != KVS_KVBATCH) {
+			c.hook = NULL;
+		} else if (!c.hook) {
+			c.hook = inv_hook;
+			c.hook_arg = &r->inv;
+		}
+		r->rq[k] = malloc(n * sizeof(*trace));
+		memcpy(r->rq[k], trace, n * sizeof(*trace));
+		r->rc[k] = kvs_run(&r->sim[k], &c, r->rq[k], n);
+	}
+}
+
+static void run3_free(struct run3 *r)
+{
+	int k;
+
+	for (k = 0; k < KVS_NR_SCHEDS; k++) {
+		kvs_free(&r->sim[k]);
+		free(r->rq[k]);
+	}
+}
+
+/*
+ * Every request dispatched once and completed once, its timeline in order;
+ * the same per-die busy time (the total work) under every scheduler, equal
+ * to the sum of the service times.
+ */
+static bool check_conservation(struct run3 *r, const struct kvs_req *trace)
+{
+	u64 per_die[KVS_MAX_DIES] = { 0 };
+	u32 k, i, d;
+	bool ok = true;
+
+	for (i = 0; i < r->n; i++)
+		per_die[r->rq[KVS_FIFO][i].sdie] += trace[i].service;
+	for (k = 0; k < KVS_NR_SCHEDS; k++) {
+		const struct kvs_sim *s = &r->sim[k];
+
+		EXPECT(r->rc[k] == 0, "%s: run did not finish",
+		       kvs_sched_names[k]);
+		if (r->rc[k])
+			ok = false;
+		for (i = 0; i < r->n; i++) {
+			const struct kvs_req *q = &r->rq[k][i];
+			bool good = q->nr_dispatch == 1 &&
+				    q->nr_complete == 1 &&
+				    q->dispatch >= q->arrival &&
+				    q->start >= q->dispatch &&
+				    q->complete == q->start + q->service;
+
+			EXPECT(good, "%s: rq %u dispatched %u completed %u "
+			       "(arr %llu disp %llu start %llu end %llu)",
+			       kvs_sched_names[k], i, q->nr_dispatch,
+			       q->nr_complete,
+			       (unsigned long long)q->arrival,
+			       (unsigned long long)q->dispatch,
+			       (unsigned long long)q->start,
+			       (unsigned long long)q->complete);
+			if (!good)
+				ok = false;
+		}
+		for (d = 0; d < s->cfg.dies; d++) {
+			EXPECT(s->die_busy[d] == per_die[d],
+			       "%s: die %u busy %llu, work %llu",
+			       kvs_sched_names[k], d,
+			       (unsigned long long)s->die_busy[d],
+			       (unsigned long long)per_die[d]);
+			if (s->die_busy[d] != per_die[d])
+				ok = false;
+		}
+	}
+	EXPECT(!r->inv.bad, "invariant: %s", r->inv.msg);
+	return ok && !r->inv.bad;
+}
+
+/*
+ * Starvation bound of the expire rule, for a KVBATCH run without
+ * requeues or merges. Once request r (tier t, arrival a) has waited
+ * expire[t], its batch head is expired and at most a old, so every pick
+ * returns an expired request that arrived no later than a (step 1 of
+ * kvp_choose() comes first and takes the oldest expired head, across
+ * tiers and the write queue). So:
+ *   (1) order: no request that arrived after a is dispatched after a + E
+ *       and before r;
+ *   (2) time: choose only says NONE to an expired request when
+ *       max_inflight is reached, and a full or throttled device completes
+ *       something within the longest service time S, so r waits at most
+ *       E + (k + 1) * S, where k counts the requests that arrived no later
+ *       than a and were still undispatched at a + E.
+ * Returns the number of violations; *maxwait gets the worst wait per tier.
+ */
+static u32 check_bounds(const struct kvs_sim *s, const struct kvs_req *rqs,
+			u32 n, u64 *maxwait)
+{
+	const u64 *exp = s->cfg.params.expire_ns;
+	u64 smax = 0;
+	u32 i, j, bad = 0;
+
+	for (i = 0; i < n; i++)
+		if (rqs[i].service > smax)
+			smax = rqs[i].service;
+	for (i = 0; i < n; i++) {
+		const struct kvs_req *r = &rqs[i];
+		u64 deadline = r->arrival + exp[r->tier];
+		u64 wait = r->dispatch - r->arrival;
+		u32 k = 0;
+
+		if (maxwait && wait > maxwait[r->tier])
+			maxwait[r->tier] = wait;
+		if (r->dispatch <= deadline)
+			continue;
+		for (j = 0; j < n; j++) {
+			const struct kvs_req *q = &rqs[j];
+
+			if (j == i || q->dispatch < deadline)
+				continue;
+			if (q->arrival <= r->arrival) {
+				k++;
+				continue;
+			}
+			/* Newer, dispatched after r expired: before r? */
+			if (q->dseq < r->dseq) {
+				bad++;
+				FAIL_DIAG("rq %u (tier %u, arrived %llu) "
+					  "expired at %llu, passed by rq %u "
+					  "(arrived %llu) at %llu", i, r->tier,
+					  (unsigned long long)r->arrival,
+					  (unsigned long long)deadline, j,
+					  (unsigned long long)q->arrival,
+					  (unsigned long long)q->dispatch);
+			}
+		}
+		if (wait > exp[r->tier] + (k + 1) * smax) {
+			bad++;
+			FAIL_DIAG("rq %u tier %u waited %llu > %llu + %u * %llu",
+				  i, r->tier, (unsigned long long)wait,
+				  (unsigned long long)exp[r->tier], k + 1,
+				  (unsigned long long)smax);
+		}
+	}
+	return bad;
+}
+
+static void report_batches(const char *name, struct run3 *r, const u64 *keys,
+			   const char *const *labels, int nkeys)
+{
+	int k, i;
+
+	for (i = 0; i < nkeys; i++) {
+		char line[160];
+		int off;
+
+		off = snprintf(line, sizeof(line), "%s: batch %-10s", name,
+			       labels[i]);
+		for (k = 0; k < KVS_NR_SCHEDS; k++) {
+			struct kvs_batch_time bt = kvs_batch(&r->sim[k],
+							     keys[i]);
+
+			off += snprintf(line + off, sizeof(line) - off,
+					" %s=%lluus", kvs_sched_names[k],
+					(unsigned long long)(bt.last_complete /
+							     US));
+		}
+		diag("%s", line);
+	}
+}
+
+static u64 done_at(struct run3 *r, int k, u64 key)
+{
+	return kvs_batch(&r->sim[k], key).last_complete;
+}
+
+/* ---- a. tail blocking from interleaved reads --------------------------- */
+
+/*
+ * Three dies, 100us reads, room for three requests in the device. Foreign
+ * BE reads are queued first on every die; two recall batches follow, A
+ * (RT, three reads) and B (BE with a hint, two reads). FIFO puts all the
+ * foreign reads ahead of both tails.
+ */
+static bool test_seed_tail(void)
+{
+	enum { FOREIGN = 100, A = 1, B = 2 };
+	struct kvs_req t[] = {
+		rd(0, FOREIGN, IOP_BE, 0, 100 * US),
+		rd(0, FOREIGN, IOP_BE, 1, 100 * US),
+		rd(0, FOREIGN, IOP_BE, 2, 100 * US),
+		rd(0, FOREIGN, IOP_BE, 0, 100 * US),
+		rd(0, FOREIGN, IOP_BE, 1, 100 * US),
+		rd(0, FOREIGN, IOP_BE, 2, 100 * US),
+		rd(10 * US, A, IOP_RT, 0, 100 * US),
+		rd(10 * US, A, IOP_RT, 1, 100 * US),
+		rd(10 * US, A, IOP_RT, 2, 100 * US),
+		rd(20 * US, B, IOP_BE_HINT, 0, 100 * US),
+		rd(20 * US, B, IOP_BE_HINT, 2, 100 * US),
+		rd(30 * US, FOREIGN, IOP_BE, 1, 100 * US),
+	};
+	static const u64 keys[] = { A, B, FOREIGN };
+	static const char *const labels[] = { "A(3,RT)", "B(2,hint)",
+					      "foreign" };
+	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct run3 r;
+	u32 n = ARRAY_SIZE(t);
+
+	run3(&r, t, n, &cfg);
+	check_conservation(&r, t);
+	report_batches("seed1", &r, keys, labels, 3);
+
+	/* B is the smaller demand batch: the critical tail. */
+	EXPECT(done_at(&r, KVS_KVBATCH, B) < done_at(&r, KVS_FIFO, B),
+	       "B: kvbatch %llu, fifo %llu",
+	       (unsigned long long)done_at(&r, KVS_KVBATCH, B),
+	       (unsigned long long)done_at(&r, KVS_FIFO, B));
+	EXPECT(done_at(&r, KVS_KVBATCH, A) <= done_at(&r, KVS_FIFO, A),
+	       "A: kvbatch %llu, fifo %llu",
+	       (unsigned long long)done_at(&r, KVS_KVBATCH, A),
+	       (unsigned long long)done_at(&r, KVS_FIFO, A));
+	/* Smallest first: B's tail before A's. */
+	EXPECT(done_at(&r, KVS_KVBATCH, B) < done_at(&r, KVS_KVBATCH, A),
+	       "kvbatch finished A before the smaller B");
+	/*
+	 * Not asserted: the last completion. The device queue is FIFO per
+	 * die and kvbatch does not know the dies, so a reordering can leave
+	 * a die idle behind a full device queue; the work is the same, the
+	 * makespan need not be.
+	 */
+	diag("seed1: last completion fifo=%lluus prio=%lluus kvbatch=%lluus",
+	     (unsigned long long)(r.sim[KVS_FIFO].end / US),
+	     (unsigned long long)(r.sim[KVS_PRIO].end / US),
+	     (unsigned long long)(r.sim[KVS_KVBATCH].end / US));
+	run3_free(&r);
+	return true;
+}
+
+/* ---- b. demand vs prefetch --------------------------------------------- */
+
+static bool test_seed_prefetch(void)
+{
+	enum { PF = 50, D = 1 };
+	struct kvs_req t[12];
+	static const u64 keys[] = { D, PF };
+	static const char *const labels[] = { "demand", "prefetch" };
+	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct run3 r;
+	u32 n = 0, i, k, last_demand = 0;
+
+	/* Nine IDLE prefetch reads, three per die, then a 3-read recall. */
+	for (i = 0; i < 9; i++)
+		t[n++] = rd(0, PF, IOP_IDLE, i % 3, 100 * US);
+	for (i = 0; i < 3; i++)
+		t[n++] = rd(5 * US, D, IOP_BE_HINT, i, 100 * US);
+
+	run3(&r, t, n, &cfg);
+	check_conservation(&r, t);
+	report_batches("seed2", &r, keys, labels, 2);
+
+	EXPECT(done_at(&r, KVS_KVBATCH, D) < done_at(&r, KVS_FIFO, D),
+	       "demand: kvbatch %llu, fifo %llu",
+	       (unsigned long long)done_at(&r, KVS_KVBATCH, D),
+	       (unsigned long long)done_at(&r, KVS_FIFO, D));
+	for (k = 0; k < KVS_NR_SCHEDS; k++)
+		EXPECT(done_at(&r, k, PF) != KVS_NO_TIME,
+		       "%s: prefetch never completed", kvs_sched_names[k]);
+	/* Once demand is queued, prefetch waits for all of it. */
+	for (i = 0; i < n; i++) {
+		const struct kvs_req *q = &r.rq[KVS_KVBATCH][i];
+
+		if (q->key == D && q->dseq > last_demand)
+			last_demand = q->dseq;
+	}
+	for (i = 0; i < n; i++) {
+		const struct kvs_req *q = &r.rq[KVS_KVBATCH][i];
+
+		if (q->key == PF && q->dispatch >= 5 * US)
+			EXPECT(q->dseq > last_demand,
+			       "prefetch rq %u dispatched at %llu ahead of "
+			       "demand", i, (unsigned long long)q->dispatch);
+	}
+	run3_free(&r);
+	return true;
+}
+
+/* ---- c. write (GC) timing during a decode-critical recall --------------- */
+
+struct wctx {
+	struct inv_ctx	inv;
+	u32		writes_during_demand;	/* dispatched while pending */
+	u32		unforced;		/* ... and not forced */
+	bool		burst_forced;
+};
+
+/*
+ * At each deferred write's dispatch: was a demand read queued or in the
+ * device, and if so did expire or write_defer_max force it? A burst that
+ * started forced carries that to its continuation.
+ */
+static void write_hook(struct kvs_sim *s, enum kvs_event ev, struct kvs_req *rq,
+		       void *arg)
+{
+	struct wctx *c = arg;
+	const struct kvp_sched *ps = s->ps;
+	u32 demand;
+
+	inv_hook(s, ev, rq, &c->inv);
+	if (ev != KVS_EV_DISPATCH || rq->tier != KVB_TIER_WRITE)
+		return;
+	if (rq->burst_start)
+		/* wq->queued was one more when kvp_choose() decided. */
+		c->burst_forced = rq->why == KVB_WHY_EXPIRED ||
+				  ps->wq->queued + 1 >= ps->p.write_defer_max;
+	demand = s->nr_tier_queued[KVB_TIER_DEMAND] +
+		 s->nr_tier_device[KVB_TIER_DEMAND];
+	if (!demand)
+		return;
+	c->writes_during_demand++;
+	if (!c->burst_forced)
+		c->unforced++;
+}
+
+static u32 seed_gc_trace(struct kvs_req *t)
+{
+	u32 n = 0, i;
+
+	/* GC: three 300us programs, one per die, queued at the recall. */
+	for (i = 0; i < 3; i++)
+		t[n++] = wr(0, 900, i * 1024 + 64, i, 300 * US);
+	/* The recall: six 100us reads, two per die. */
+	for (i = 0; i < 6; i++)
+		t[n++] = rd(0, 1, IOP_BE_HINT, i % 3, 100 * US);
+	return n;
+}
+
+static bool test_seed_gc(void)
+{
+	static const u64 keys[] = { 1, 900 };
+	static const char *const labels[] = { "demand", "writes" };
+	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_req t[16];
+	struct wctx c = { 0 };
+	struct run3 r;
+	u64 demand_done;
+	u32 n = seed_gc_trace(t), i;
+
+	cfg.qdepth = 4;
+	cfg.hook = write_hook;
+	cfg.hook_arg = &c;
+	run3(&r, t, n, &cfg);
+	r.inv = c.inv;
+	check_conservation(&r, t);
+	report_batches("seed3", &r, keys, labels, 2);
+
+	demand_done = done_at(&r, KVS_KVBATCH, 1);
+	EXPECT(demand_done < done_at(&r, KVS_FIFO, 1),
+	       "demand: kvbatch %llu, fifo %llu",
+	       (unsigned long long)demand_done,
+	       (unsigned long long)done_at(&r, KVS_FIFO, 1));
+	EXPECT(c.writes_during_demand == 0,
+	       "%u writes dispatched while demand was pending",
+	       c.writes_during_demand);
+	for (i = 0; i < n; i++) {
+		const struct kvs_req *q = &r.rq[KVS_KVBATCH][i];
+
+		if (q->write)
+			EXPECT(q->dispatch >= demand_done &&
+			       q->complete != KVS_NO_TIME,
+			       "write %u dispatched %llu, demand done %llu", i,
+			       (unsigned long long)q->dispatch,
+			       (unsigned long long)demand_done);
+	}
+	run3_free(&r);
+	return true;
+}
+
+/* write_defer_max = 2 < three deferred writes: released while demand runs. */
+static bool test_seed_gc_defer_max(void)
+{
+	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_req t[16];
+	struct wctx c = { 0 };
+	struct run3 r;
+	u64 demand_done, first_write = KVS_NO_TIME;
+	u32 n = seed_gc_trace(t), i;
+
+	cfg.qdepth = 4;
+	cfg.params.write_defer_max = 2;
+	cfg.hook = write_hook;
+	cfg.hook_arg = &c;
+	run3(&r, t, n, &cfg);
+	r.inv = c.inv;
+	check_conservation(&r, t);
+
+	demand_done = done_at(&r, KVS_KVBATCH, 1);
+	for (i = 0; i < n; i++)
+		if (r.rq[KVS_KVBATCH][i].write &&
+		    r.rq[KVS_KVBATCH][i].dispatch < first_write)
+			first_write = r.rq[KVS_KVBATCH][i].dispatch;
+	diag("seed3 write_defer_max=2: demand done %lluus, first write "
+	     "dispatched %lluus, %u writes dispatched during demand",
+	     (unsigned long long)(demand_done / US),
+	     (unsigned long long)(first_write / US), c.writes_during_demand);
+	EXPECT(c.writes_during_demand > 0 && first_write < demand_done,
+	       "no early release (first write %llu, demand done %llu)",
+	       (unsigned long long)first_write,
+	       (unsigned long long)demand_done);
+	EXPECT(c.unforced == 0, "%u writes released during demand unforced",
+	       c.unforced);
+	EXPECT(demand_done < done_at(&r, KVS_FIFO, 1),
+	       "demand: kvbatch %llu, fifo %llu",
+	       (unsigned long long)demand_done,
+	       (unsigned long long)done_at(&r, KVS_FIFO, 1));
+	run3_free(&r);
+	return true;
+}
+
+/* ---- d. least remaining work ------------------------------------------- */
+
+static bool test_least_work(void)
+{
+	enum { BIG = 1, SMALL = 2 };
+	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_req t[8];
+	struct run3 r;
+	u32 n = 0, i;
+
+	/* One slot in the device, so every choice is the policy's. */
+	cfg.dies = 2;
+	cfg.qdepth = 1;
+	for (i = 0; i < 5; i++)
+		t[n++] = rd(0, BIG, IOP_RT, i % 2, 100 * US);
+	for (i = 0; i < 2; i++)
+		t[n++] = rd(1 * US, SMALL, IOP_RT, i % 2, 100 * US);
+
+	run3(&r, t, n, &cfg);
+	check_conservation(&r, t);
+	diag("least-work: kvbatch small=%lluus big=%lluus, fifo small=%lluus "
+	     "big=%lluus",
+	     (unsigned long long)(done_at(&r, KVS_KVBATCH, SMALL) / US),
+	     (unsigned long long)(done_at(&r, KVS_KVBATCH, BIG) / US),
+	     (unsigned long long)(done_at(&r, KVS_FIFO, SMALL) / US),
+	     (unsigned long long)(done_at(&r, KVS_FIFO, BIG) / US));
+	EXPECT(done_at(&r, KVS_KVBATCH, SMALL) < done_at(&r, KVS_KVBATCH, BIG),
+	       "the batch with less remaining work did not finish first");
+	/* FIFO serves the older big batch first: the order is the policy's. */
+	EXPECT(done_at(&r, KVS_FIFO, SMALL) > done_at(&r, KVS_FIFO, BIG),
+	       "trace does not discriminate");
+	/* The small batch arrived behind one big read: served right after. */
+	EXPECT(done_at(&r, KVS_KVBATCH, SMALL) == 300 * US,
+	       "small batch done at %llu, expected 300us",
+	       (unsigned long long)done_at(&r, KVS_KVBATCH, SMALL));
+	run3_free(&r);
+	return true;
+}
+
+/* ---- e. starvation bounds ---------------------------------------------- */
+
+static u64 rng_state;
+
+static u32 rnd(void)
+{
+	/* xorshift64*: fixed seeds, identical traces everywhere. */
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return (u32)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
+}
+
+static u32 rnd_in(u32 lo, u32 hi)
+{
+	return lo + rnd() % (hi - lo + 1);
+}
+
+static bool test_starvation(void)
+{
+	static struct kvs_req t[MAX_RQS];
+	struct kvs_config cfg = base_config(KVS_KVBATCH);
+	struct inv_ctx inv = { 0 };
+	u64 maxwait[KVB_NR_TIERS] = { 0 }, ts;
+	struct kvs_sim s;
+	u32 n = 0, i, key = 1, bad, tier_n[KVB_NR_TIERS] = { 0 };
+	int rc;
+
+	rng_state = 0x5eed0e;
+	/*
+	 * 50 ms of recall batches of three 50us reads every 45us: 111% of
+	 * three dies. Demand alone would keep the device busy forever; a
+	 * normal read, a prefetch read and a deferred write arrive every ms.
+	 */
+	for (ts = 0; ts < 50 * MS; ts += 45 * US, key++)
+		for (i = 0; i < 3; i++)
+			t[n++] = rd(ts, key, key & 1 ? IOP_RT : IOP_BE_HINT,
+				    rnd_in(0, 2), 50 * US);
+	for (ts = 100 * US; ts < 50 * MS; ts += 1 * MS) {
+		t[n++] = rd(ts, 100000 + ts / MS, IOP_BE, rnd_in(0, 2),
+			    50 * US);
+		t[n++] = rd(ts + 10 * US, 200000, IOP_IDLE, rnd_in(0, 2),
+			    50 * US);
+		t[n++] = wr(ts + 20 * US, 300000, rnd_in(0, 3071), -1,
+			    100 * US);
+	}
+	cfg.qdepth = 4;
+	cfg.nr_batches = 256;
+	cfg.params.expire_ns[KVB_TIER_DEMAND] = 20 * MS;
+	cfg.params.expire_ns[KVB_TIER_NORMAL] = 2 * MS;
+	cfg.params.expire_ns[KVB_TIER_PREFETCH] = 4 * MS;
+	cfg.params.expire_ns[KVB_TIER_WRITE] = 5 * MS;
+	cfg.hook = inv_hook;
+	cfg.hook_arg = &inv;
+	rc = kvs_run(&s, &cfg, t, n);
+	EXPECT(rc == 0, "run did not finish");
+	EXPECT(!inv.bad, "invariant: %s", inv.msg);
+	for (i = 0; i < n; i++) {
+		EXPECT(t[i].nr_dispatch == 1 && t[i].nr_complete == 1,
+		       "rq %u dispatched %u completed %u", i,
+		       t[i].nr_dispatch, t[i].nr_complete);
+		tier_n[t[i].tier]++;
+	}
+	bad = check_bounds(&s, t, n, maxwait);
+	EXPECT(bad == 0, "%u requests beyond the expire bound", bad);
+	/* The flood must really have held the others back to their expiry. */
+	EXPECT(maxwait[KVB_TIER_NORMAL] >= cfg.params.expire_ns[KVB_TIER_NORMAL],
+	       "normal reads never waited for expiry: not a flood");
+	EXPECT(s.ps->stats.dispatched[KVB_WHY_EXPIRED] > 0, "nothing expired");
+	diag("flood: %u requests (%u demand, %u normal, %u prefetch, %u write),"
+	     " %llu expired picks", n, tier_n[0], tier_n[1], tier_n[2],
+	     tier_n[3],
+	     (unsigned long long)s.ps->stats.dispatched[KVB_WHY_EXPIRED]);
+	for (i = 0; i < KVB_NR_TIERS; i++)
+		diag("flood: max wait %-8s %6lluus (expire %lluus)",
+		     kvb_tier_names[i], (unsigned long long)(maxwait[i] / US),
+		     (unsigned long long)(cfg.params.expire_ns[i] / US));
+	kvs_free(&s);
+	return true;
+}
+
+/* ---- f. randomized traces ---------------------------------------------- */
+
+static const u16 rnd_prios[] = {
+	IOP_RT, IOP_BE, IOP_BE_HINT, IOP_IDLE, KVS_IOPRIO(0, 0, 0),
+	KVS_IOPRIO(KVS_CLASS_BE, 0, 0),
+};
+
+/* A random trace and configuration; returns the number of requests. */
+static u32 random_trace(struct kvs_req *t, struct kvs_config *cfg, u32 max)
+{
+	u32 n = rnd_in(20, max), i;
+	u64 ts = 0;
+
+	*cfg = base_config(KVS_FIFO);
+	cfg->dies = rnd_in(1, 4);
+	cfg->qdepth = rnd_in(1, 8);
+	cfg->chunk = 64;
+	cfg->nr_batches = rnd_in(1, 6);
+	cfg->params.max_inflight = rnd() % 3 ? 0 : rnd_in(1, cfg->qdepth + 1);
+	cfg->params.window_ns = rnd() % 2 ? 0 : rnd_in(1, 300) * US;
+	cfg->params.expire_ns[KVB_TIER_DEMAND] = rnd_in(200, 2000) * US;
+	cfg->params.expire_ns[KVB_TIER_NORMAL] = rnd_in(500, 4000) * US;
+	cfg->params.expire_ns[KVB_TIER_PREFETCH] = rnd_in(1000, 8000) * US;
+	cfg->params.expire_ns[KVB_TIER_WRITE] = rnd_in(1000, 8000) * US;
+	cfg->params.write_batch = rnd_in(1, 8);
+	cfg->params.write_defer_max = rnd_in(1, 40);
+
+	for (i = 0; i < n; i++) {
+		struct kvs_req *q = &t[i];
+
+		memset(q, 0, sizeof(*q));
+		/* Bursts: 40% of requests arrive with the previous one. */
+		if (rnd() % 10 >= 4)
+			ts += rnd_in(1, 100) * US;
+		q->arrival = ts;
+		q->key = rnd_in(0, 11);
+		q->ioprio = rnd_prios[rnd() % 6];
+		q->write = rnd() % 4 == 0;
+		q->sync = !q->write || rnd() % 10 < 3;
+		q->sector = rnd_in(0, 1023);
+		q->nr_sectors = rnd_in(1, 64);
+		q->service = rnd_in(5, 200) * US + rnd_in(0, 999);
+		q->die = rnd() % 2 ? -1 : (int)rnd_in(0, cfg->dies - 1);
+	}
+	return n;
+}
+
+static bool test_random(void)
+{
+	static struct kvs_req t[400];
+	u32 seed, bad_runs = 0, events = 0, overflow = 0, throttled = 0;
+
+	for (seed = 1; seed <= KVT_RANDOM_TRACES; seed++) {
+		struct kvs_config cfg;
+		struct run3 r;
+		const struct kvs_sim *kv;
+		u32 n, bad, k, tier;
+		bool ok;
+
+		rng_state = 0x9e3779b97f4a7c15ULL * seed;
+		n = random_trace(t, &cfg, 300);
+		run3(&r, t, n, &cfg);
+		kv = &r.sim[KVS_KVBATCH];
+		ok = check_conservation(&r, t);
+		bad = check_bounds(kv, r.rq[KVS_KVBATCH], n, NULL);
+		EXPECT(!bad, "seed %u: %u requests beyond the expire bound",
+		       seed, bad);
+		if (cfg.params.max_inflight)
+			EXPECT(kv->max_in_device <= cfg.params.max_inflight,
+			       "seed %u: %u in device, max_inflight %u", seed,
+			       kv->max_in_device, cfg.params.max_inflight);
+		/* Drained: every batch closes once its window is flushed. */
+		if (!r.rc[KVS_KVBATCH]) {
+			kvp_flush_draining(kv->ps);
+			EXPECT(!kv->ps->queued && !kv->ps->inflight &&
+			       !kv->ps->stats.live,
+			       "seed %u: not drained (q %u f %u live %u)", seed,
+			       kv->ps->queued, kv->ps->inflight,
+			       kv->ps->stats.live);
+			for (tier = 0; tier < KVB_NR_BATCH_TIERS; tier++)
+				EXPECT(kv->ps->stats.opened[tier] ==
+				       kv->ps->stats.closed[tier],
+				       "seed %u tier %u: opened %llu closed "
+				       "%llu", seed, tier,
+				       (unsigned long long)
+				       kv->ps->stats.opened[tier],
+				       (unsigned long long)
+				       kv->ps->stats.closed[tier]);
+			for (tier = 0; tier < KVB_NR_BATCH_TIERS; tier++)
+				overflow += kv->ps->stats.overflow_rqs[tier] > 0;
+			throttled += kv->ps->stats.throttled > 0;
+		}
+		for (k = 0; k < KVS_NR_SCHEDS; k++)
+			if (r.rc[k])
+				ok = false;
+		if (!ok || bad) {
+			bad_runs++;
+			FAIL_DIAG("seed %u failed (n=%u dies=%u qd=%u pool=%u"
+				  " max_inflight=%u window=%llu)", seed, n,
+				  cfg.dies, cfg.qdepth, cfg.nr_batches,
+				  cfg.params.max_inflight,
+				  (unsigned long long)cfg.params.window_ns);
+		}
+		events += r.inv.events;
+		run3_free(&r);
+	}
+	diag("random: %u traces, %u invariant checks, overflow in %u "
+	     "tier-runs, throttled in %u runs", KVT_RANDOM_TRACES, events,
+	     overflow, throttled);
+	/* The generator must reach the corners it is meant to. */
+	EXPECT(overflow > 0 && throttled > 0, "random traces too tame");
+	return bad_runs == 0;
+}
+
+/* ---- g. overflow ------------------------------------------------------- */
+
+static bool test_overflow(void)
+{
+	struct kvs_config cfg = base_config(KVS_KVBATCH);
+	struct inv_ctx inv = { 0 };
+	struct kvs_req t[16];
+	struct kvs_sim s;
+	u32 n = 0, i, key;
+
+	/* Five recall batches of two reads at once; a pool of two. */
+	for (i = 0; i < 2; i++)
+		for (key = 1; key <= 5; key++)
+			t[n++] = rd(0, key, IOP_BE_HINT, (key + i) % 2,
+				    100 * US);
+	/* Later, once everything is done, two more batches. */
+	for (key = 6; key <= 7; key++)
+		t[n++] = rd(10 * MS, key, IOP_BE_HINT, key % 2, 100 * US);
+	cfg.dies = 2;
+	cfg.qdepth = 1;
+	cfg.nr_batches = 2;
+	cfg.hook = inv_hook;
+	cfg.hook_arg = &inv;
+	EXPECT(kvs_run(&s, &cfg, t, n) == 0, "run did not finish");
+	EXPECT(!inv.bad, "invariant: %s", inv.msg);
+	for (i = 0; i < n; i++)
+		EXPECT(t[i].nr_complete == 1, "rq %u not completed", i);
+	/* Keys 1 and 2 take the pool; 3..5 overflow with both their reads. */
+	EXPECT(s.ps->stats.overflow_rqs[KVB_TIER_DEMAND] == 6,
+	       "overflow_rqs %llu, expected 6",
+	       (unsigned long long)s.ps->stats.overflow_rqs[KVB_TIER_DEMAND]);
+	/* The pool was reused: four batches opened from two slots. */
+	EXPECT(s.ps->stats.opened[KVB_TIER_DEMAND] == 4 &&
+	       s.ps->stats.closed[KVB_TIER_DEMAND] == 4,
+	       "opened %llu closed %llu, expected 4/4",
+	       (unsigned long long)s.ps->stats.opened[KVB_TIER_DEMAND],
+	       (unsigned long long)s.ps->stats.closed[KVB_TIER_DEMAND]);
+	EXPECT(s.ps->stats.live_max == 2, "live_max %u", s.ps->stats.live_max);
+	kvs_free(&s);
+	return true;
+}
+
+/* ---- h. batch lifetime ------------------------------------------------- */
+
+/* The documented bucket: 0 for < 1us, else i with 2^(i-1) <= us < 2^i. */
+static unsigned int ref_bucket(u64 ns)
+{
+	u64 us = ns / 1000;
+	unsigned int i = 0;
+
+	if (!us)
+		return 0;
+	while (i < KVB_HIST_BUCKETS - 1 && !(us < (1ULL << i)))
+		i++;
+	return i;
+}
+
+static bool test_lifetime(void)
+{
+	static const u64 probes[] = { 0, 999, 1000, 1999, 2000, 3999, 4000,
+				      250 * US, 1 * MS, 1ULL << 62 };
+	struct kvs_config cfg = base_config(KVS_KVBATCH);
+	struct inv_ctx inv = { 0 };
+	struct kvs_req t[3];
+	struct kvs_sim s;
+	struct kvs_batch_time bt;
+	u64 dur;
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(probes); i++)
+		EXPECT(kvp_hist_bucket(probes[i]) == ref_bucket(probes[i]),
+		       "kvp_hist_bucket(%llu) = %u, expected %u",
+		       (unsigned long long)probes[i],
+		       kvp_hist_bucket(probes[i]), ref_bucket(probes[i]));
+
+	t[0] = rd(0, 7, IOP_RT, 0, 100 * US);
+	t[1] = rd(0, 7, IOP_RT, 1, 150 * US);
+	t[2] = rd(20 * US, 7, IOP_RT, 2, 250 * US);
+	cfg.hook = inv_hook;
+	cfg.hook_arg = &inv;
+	EXPECT(kvs_run(&s, &cfg, t, 3) == 0, "run did not finish");
+	EXPECT(!inv.bad, "invariant: %s", inv.msg);
+	bt = kvs_batch(&s, 7);
+	dur = bt.last_complete - bt.first_arrival;
+	EXPECT(dur == 270 * US, "batch took %llu", (unsigned long long)dur);
+	EXPECT(s.ps->stats.opened[KVB_TIER_DEMAND] == 1 &&
+	       s.ps->stats.closed[KVB_TIER_DEMAND] == 1 && !s.ps->stats.live,
+	       "opened %llu closed %llu live %u",
+	       (unsigned long long)s.ps->stats.opened[KVB_TIER_DEMAND],
+	       (unsigned long long)s.ps->stats.closed[KVB_TIER_DEMAND],
+	       s.ps->stats.live);
+	EXPECT(s.ps->stats.hist[KVB_TIER_DEMAND][ref_bucket(dur)] == 1,
+	       "270us not in bucket %u", ref_bucket(dur));
+	EXPECT(s.ps->stats.batch_ns_max[KVB_TIER_DEMAND] == dur &&
+	       s.ps->stats.batch_ns_sum[KVB_TIER_DEMAND] == dur,
+	       "batch_ns max %llu sum %llu, expected %llu",
+	       (unsigned long long)s.ps->stats.batch_ns_max[KVB_TIER_DEMAND],
+	       (unsigned long long)s.ps->stats.batch_ns_sum[KVB_TIER_DEMAND],
+	       (unsigned long long)dur);
+	kvs_free(&s);
+	return true;
+}
+
+static bool test_window(void)
+{
+	struct kvs_config cfg = base_config(KVS_KVBATCH);
+	const struct kvp_stats *st;
+	struct inv_ctx inv = { 0 };
+	struct kvs_req t[4];
+	struct kvs_sim s;
+	u32 live;
+
+	/*
+	 * Window 100us. r0 completes at 100us; r1 arrives 50us later and
+	 * joins (done 250us); r2 arrives 90us after that and joins (done
+	 * 440us); r3 arrives 160us after that and opens a new batch.
+	 */
+	cfg.params.window_ns = 100 * US;
+	t[0] = rd(0, 7, IOP_RT, 0, 100 * US);
+	t[1] = rd(150 * US, 7, IOP_RT, 1, 100 * US);
+	t[2] = rd(340 * US, 7, IOP_RT, 2, 100 * US);
+	t[3] = rd(600 * US, 7, IOP_RT, 0, 100 * US);
+	cfg.hook = inv_hook;
+	cfg.hook_arg = &inv;
+	EXPECT(kvs_run(&s, &cfg, t, 4) == 0, "run did not finish");
+	EXPECT(!inv.bad, "invariant: %s", inv.msg);
+	st = &s.ps->stats;
+	live = st->live;
+	EXPECT(st->opened[KVB_TIER_DEMAND] == 2,
+	       "opened %llu, expected 2 (joins within the window)",
+	       (unsigned long long)st->opened[KVB_TIER_DEMAND]);
+	/* The first closed when r3 came; the second drains until flushed. */
+	EXPECT(st->closed[KVB_TIER_DEMAND] == 1 && live == 1,
+	       "before flush: closed %llu live %u",
+	       (unsigned long long)st->closed[KVB_TIER_DEMAND], live);
+	kvp_flush_draining(s.ps);
+	EXPECT(st->closed[KVB_TIER_DEMAND] == 2 && !st->live,
+	       "after flush: closed %llu live %u",
+	       (unsigned long long)st->closed[KVB_TIER_DEMAND], st->live);
+	/* 0..440us and 600..700us. */
+	EXPECT(st->hist[KVB_TIER_DEMAND][ref_bucket(440 * US)] == 1 &&
+	       st->hist[KVB_TIER_DEMAND][ref_bucket(100 * US)] == 1 &&
+	       st->batch_ns_max[KVB_TIER_DEMAND] == 440 * US &&
+	       st->batch_ns_sum[KVB_TIER_DEMAND] == 540 * US,
+	       "durations: max %llu sum %llu",
+	       (unsigned long long)st->batch_ns_max[KVB_TIER_DEMAND],
+	       (unsigned long long)st->batch_ns_sum[KVB_TIER_DEMAND]);
+	kvs_free(&s);
+	return true;
+}
+
+/* ---- i. max_inflight --------------------------------------------------- */
+
+static bool test_max_inflight(void)
+{
+	struct kvs_config cfg = base_config(KVS_KVBATCH);
+	struct inv_ctx inv = { 0 };
+	struct kvs_req t[48];
+	struct kvs_sim s;
+	u32 n = 0, i;
+
+	rng_state = 0x1f1f1f;
+	for (i = 0; i < 40; i++) {
+		static const u16 p[] = { IOP_RT, IOP_BE, IOP_IDLE, IOP_BE_HINT };
+
+		int die = rnd_in(0, 3);
+		u64 svc = rnd_in(20, 150) * US;
+
+		if (i % 5 == 4)
+			t[n++] = wr(i * 10 * US, 900, die * 1024, -1, svc);
+		else
+			t[n++] = rd(i * 10 * US, i % 7, p[i % 4], die, svc);
+	}
+	cfg.dies = 4;
+	cfg.qdepth = 8;
+	cfg.params.max_inflight = 2;
+	cfg.hook = inv_hook;
+	cfg.hook_arg = &inv;
+	EXPECT(kvs_run(&s, &cfg, t, n) == 0, "run did not finish");
+	EXPECT(!inv.bad, "invariant: %s", inv.msg);
+	EXPECT(s.max_in_device <= 2, "%u requests in the device",
+	       s.max_in_device);
+	EXPECT(s.ps->stats.throttled > 0, "max_inflight never held back");
+	for (i = 0; i < n; i++)
+		EXPECT(t[i].nr_complete == 1, "rq %u not completed", i);
+	kvs_free(&s);
+
+	/* The same trace fills more of the device without the limit. */
+	cfg.params.max_inflight = 0;
+	EXPECT(kvs_run(&s, &cfg, t, n) == 0, "run did not finish");
+	EXPECT(s.max_in_device > 2, "trace does not discriminate");
+	kvs_free(&s);
+	return true;
+}
+
+/* ---- j. requeue and merged-away requests ------------------------------- */
+
+static bool test_requeue_merge(void)
+{
+	static struct kvs_req t[400], orig[400];
+	u32 seed, requeues = 0, merges = 0;
+
+	for (seed = 1; seed <= KVT_MERGE_TRACES; seed++) {
+		struct kvs_config cfg;
+		struct inv_ctx inv = { 0 };
+		struct kvs_sim s;
+		u64 work = 0;
+		u32 n, i;
+		int rc;
+
+		rng_state = 0xabcdef12345ULL * seed;
+		n = random_trace(orig, &cfg, 300);
+		memcpy(t, orig, n * sizeof(*t));
+		for (i = 0; i < n; i++)
+			work += orig[i].service;
+		cfg.sched = KVS_KVBATCH;
+		cfg.requeue_every = rnd_in(2, 4);
+		cfg.merge_every = rnd_in(3, 6);
+		cfg.hook = inv_hook;
+		cfg.hook_arg = &inv;
+		rc = kvs_run(&s, &cfg, t, n);
+		EXPECT(rc == 0, "seed %u: run did not finish", seed);
+		EXPECT(!inv.bad, "seed %u: invariant: %s", seed, inv.msg);
+		for (i = 0; i < n; i++) {
+			const struct kvs_req *q = &t[i];
+
+			if (q->merged)
+				EXPECT(!q->nr_complete &&
+				       q->nr_dispatch == q->nr_requeue,
+				       "seed %u: merged rq %u ran", seed, i);
+			else
+				EXPECT(q->nr_complete == 1 &&
+				       q->nr_dispatch == 1 + q->nr_requeue,
+				       "seed %u: rq %u dispatched %u requeued "
+				       "%u completed %u", seed, i,
+				       q->nr_dispatch, q->nr_requeue,
+				       q->nr_complete);
+		}
+		/* A merge moves work to the absorbing request, never loses it. */
+		EXPECT(kvs_total_work(&s) == work, "seed %u: work %llu of %llu",
+		       seed, (unsigned long long)kvs_total_work(&s),
+		       (unsigned long long)work);
+		if (!rc) {
+			kvp_flush_draining(s.ps);
+			EXPECT(!s.ps->queued && !s.ps->inflight &&
+			       !s.ps->stats.live, "seed %u: not drained", seed);
+		}
+		requeues += s.nr_requeues;
+		merges += s.nr_merges;
+		kvs_free(&s);
+	}
+	diag("requeue/merge: %u requeues, %u merges over %u traces", requeues,
+	     merges, KVT_MERGE_TRACES);
+	EXPECT(requeues > 0 && merges > 0, "no requeue or merge happened");
+	return true;
+}
+
+/* Host side of the contract for the directed test below. */
+struct mini_rq {
+	struct list_head node;
+	u64 arrival, sector;
+};
+
+static u64 mini_head(struct kvp_batch *b)
+{
+	struct mini_rq *rq = list_first_entry_or_null(&b->rqs, struct mini_rq,
+						      node);
+
+	return rq ? rq->arrival : 0;
+}
+
+static void mini_queue(struct kvp_sched *ps, struct kvp_batch *b,
+		       struct mini_rq *rq)
+{
+	list_add_tail(&rq->node, &b->rqs);
+	kvp_rq_queued(ps, b, mini_head(b));
+}
+
+/*
+ * A deferred write merged away in the middle of a burst must not leave
+ * the burst open: writes arriving later, while a demand read is in the
+ * device and the write queue is far below write_defer_max, are held.
+ */
+static bool test_merge_burst(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq w[4] = {
+		{ .arrival = 1, .sector = 100 }, { .arrival = 2, .sector = 200 },
+		{ .arrival = 3, .sector = 300 }, { .arrival = 50, .sector = 400 },
+	};
+	struct mini_rq d = { .arrival = 40 };
+	struct kvp_batch *db;
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	void *mem;
+
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	p.write_batch = 3;
+	p.write_defer_max = 100;
+	ps->p = p;
+
+	/* Three writes, nothing else: a burst of three starts. */
+	mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 1), &w[0]);
+	mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 2), &w[1]);
+	mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 3), &w[2]);
+	pick = kvp_choose(ps, 10);
+	EXPECT(pick.kind == KVP_PICK_WRITE && pick.burst_start,
+	       "three writes alone: no burst");
+	list_del_init(&w[0].node);
+	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096);
+
+	/* w[2] merges into a queued neighbour and leaves unserved. */
+	list_del_init(&w[2].node);
+	kvp_rq_unqueued(ps, ps->wq, mini_head(ps->wq), 11);
+
+	pick = kvp_choose(ps, 12);
+	EXPECT(pick.kind == KVP_PICK_WRITE, "burst did not continue");
+	list_del_init(&w[1].node);
+	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096);
+	kvp_rq_completed(ps, ps->wq, 20);
+	kvp_rq_completed(ps, ps->wq, 21);
+	EXPECT(!ps->queued && !ps->inflight, "not idle");
+
+	/* A recall read goes to the device... */
+	db = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 40);
+	mini_queue(ps, db, &d);
+	pick = kvp_choose(ps, 40);
+	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == db,
+	       "demand not picked");
+	list_del_init(&d.node);
+	kvp_rq_dispatched(ps, db, 0, 4096);
+
+	/* ...and a writeback arrives while it is in flight. */
+	mini_queue(ps, ps->wq, &w[3]);
+	diag("burst_left %u with %u deferred write(s) queued",
+	     ps->burst_left, ps->wq->queued);
+	pick = kvp_choose(ps, 50);
+	EXPECT(pick.kind == KVP_PICK_NONE,
+	       "write released while demand in flight (kind %d, why %s, "
+	       "burst_start %d, wq %u < write_defer_max %u)", pick.kind,
+	       pick.kind ? kvb_reason_names[pick.why] : "-",
+	       pick.burst_start, ps->wq->queued, ps->p.write_defer_max);
+	free(mem);
+	return true;
+}
+
+/* ---- tier mapping ------------------------------------------------------ */
+
+static bool test_tiers(void)
+{
+	static const struct {
+		u16 ioprio;
+		bool write, sync;
+		enum kvb_tier tier;
+		const char *what;
+	} m[] = {
+		{ IOP_RT, false, true, KVB_TIER_DEMAND, "RT read" },
+		{ IOP_BE_HINT, false, true, KVB_TIER_DEMAND, "BE+hint read" },
+		{ KVS_IOPRIO(0, 3, 0), false, true, KVB_TIER_DEMAND,
+		  "NONE+hint read" },
+		{ IOP_BE, false, true, KVB_TIER_NORMAL, "BE read" },
+		{ KVS_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
+		  "NONE read" },
+		{ IOP_IDLE, false, true, KVB_TIER_PREFETCH, "IDLE read" },
+		/* kv-sched.h: IDLE -> PREFETCH; hints lift BE only. */
+		{ KVS_IOPRIO(KVS_CLASS_IDLE, 1, 7), false, true,
+		  KVB_TIER_PREFETCH, "IDLE+hint read" },
+		{ IOP_BE, true, false, KVB_TIER_WRITE, "async write" },
+		{ IOP_RT, true, false, KVB_TIER_WRITE, "async RT write" },
+		{ IOP_IDLE, true, true, KVB_TIER_WRITE, "IDLE sync write" },
+		{ IOP_BE, true, true, KVB_TIER_NORMAL, "BE sync write" },
+		{ IOP_RT, true, true, KVB_TIER_DEMAND, "RT sync write" },
+	};
+	u32 i;
+
+	for (i = 0; i < ARRAY_SIZE(m); i++) {
+		enum kvb_tier t = kvp_tier_of(m[i].ioprio, m[i].write,
+					      m[i].sync);
+
+		EXPECT(t == m[i].tier, "%s (ioprio 0x%04x): %s, expected %s",
+		       m[i].what, m[i].ioprio, kvb_tier_names[t],
+		       kvb_tier_names[m[i].tier]);
+	}
+	return true;
+}
+
+int main(void)
+{
+	static const struct {
+		bool (*fn)(void);
+		const char *desc;
+	} tests[] = {
+		{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
+		{ test_seed_prefetch, "seed 2: demand vs prefetch" },
+		{ test_seed_gc, "seed 3: writes held during a recall" },
+		{ test_seed_gc_defer_max,
+		  "seed 3: write_defer_max releases writes early" },
+		{ test_least_work, "least remaining work first" },
+		{ test_starvation, "starvation bounds under a demand flood" },
+		{ test_random, "200 randomized traces, invariants per event" },
+		{ test_overflow, "pool overflow and reuse" },
+		{ test_lifetime, "batch lifetime and histogram" },
+		{ test_window, "batch window joins and reopens" },
+		{ test_max_inflight, "max_inflight bounds the device" },
+		{ test_requeue_merge, "requeue and merged-away requests" },
+		{ test_merge_burst,
+		  "write merged away mid-burst keeps later writes deferred" },
+		{ test_tiers, "tier of each ioprio class and direction" },
+	};
+	int n = ARRAY_SIZE(tests), i;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("TAP version 13\n1..%d\n", n);
+	for (i = 0; i < n; i++)
+		run_test(tests[i].fn, tests[i].desc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	diag("runtime %.3fs", (t1.tv_sec - t0.tv_sec) +
+	     (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	printf("%d passed, %d failed\n", nr_pass, nr_fail);
+	return nr_fail ? 1 : 0;
+}

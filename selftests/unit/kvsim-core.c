@@ -1,0 +1,405 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvsim-core: see kvsim-core.h. The KVBATCH scheduler follows the host
+ * contract of kv-sched.h step by step, in the same order as the elevator,
+ * so that what the tests observe is what the kernel would do with the same
+ * sequence of events.
+ */
+#include <stdlib.h>
+
+#include "kvsim-core.h"
+
+const char *const kvs_sched_names[KVS_NR_SCHEDS] = {
+	[KVS_FIFO]	= "fifo",
+	[KVS_PRIO]	= "prio",
+	[KVS_KVBATCH]	= "kvbatch",
+};
+
+static void kvs_hook(struct kvs_sim *s, enum kvs_event ev, struct kvs_req *rq)
+{
+	if (s->cfg.hook)
+		s->cfg.hook(s, ev, rq, s->cfg.hook_arg);
+}
+
+static struct kvs_req *kvs_first(struct list_head *h)
+{
+	return list_first_entry_or_null(h, struct kvs_req, node);
+}
+
+/* Arrival of the oldest queued request of @b after an event, or 0. */
+static u64 kvs_head_ns(struct kvp_batch *b)
+{
+	struct kvs_req *rq = kvs_first(&b->rqs);
+
+	return rq ? rq->arrival : 0;
+}
+
+/* mq-deadline's view of ioprio: RT, then BE (NONE counts as BE), IDLE. */
+static unsigned int kvs_prio_class(u16 ioprio)
+{
+	switch (ioprio >> 13) {
+	case KVS_CLASS_RT:
+		return 0;
+	case KVS_CLASS_IDLE:
+		return 2;
+	default:
+		return 1;
+	}
+}
+
+/* ---- scheduler side --------------------------------------------------- */
+
+static void kvs_sched_arrive(struct kvs_sim *s, struct kvs_req *rq)
+{
+	struct kvp_sched *ps = s->ps;
+	struct kvp_batch *b;
+	struct kvs_req *old;
+
+	s->nr_arrivals++;
+	if (s->cfg.sched == KVS_FIFO) {
+		list_add_tail(&rq->node, &s->fifo);
+		goto queued;
+	}
+	if (s->cfg.sched == KVS_PRIO) {
+		list_add_tail(&rq->node, &s->prio[kvs_prio_class(rq->ioprio)]);
+		goto queued;
+	}
+
+	b = kvp_get_batch(ps, rq->key, rq->tier, s->now);
+	if (s->cfg.merge_every && s->nr_arrivals % s->cfg.merge_every == 0 &&
+	    !list_empty(&b->rqs)) {
+		/*
+		 * Back merge: the newest queued request of the batch leaves
+		 * without being dispatched. It is reported before the new
+		 * request is inserted, as the elevator would, so the batch
+		 * may close (or start draining) in between: look it up again.
+		 */
+		old = list_entry(b->rqs.prev, struct kvs_req, node);
+		list_del_init(&old->node);
+		old->queued = false;
+		old->merged = true;
+		s->queued--;
+		s->nr_tier_queued[old->tier]--;
+		s->nr_merges++;
+		rq->service += old->service;
+		kvp_rq_unqueued(ps, b, kvs_head_ns(b), s->now);
+		kvs_hook(s, KVS_EV_MERGE, old);
+		b = kvp_get_batch(ps, rq->key, rq->tier, s->now);
+	}
+	rq->batch = b;
+	list_add_tail(&rq->node, &b->rqs);
+	kvp_rq_queued(ps, b, kvs_head_ns(b));
+queued:
+	/* Counted last, so the host and the core agree at every hook. */
+	rq->queued = true;
+	s->queued++;
+	s->nr_tier_queued[rq->tier]++;
+}
+
+/* The deferred write to take in a burst: lowest sector >= burst_pos. */
+static struct kvs_req *kvs_burst_next(struct kvs_sim *s)
+{
+	struct kvs_req *rq, *up = NULL, *low = NULL;
+
+	list_for_each_entry(rq, &s->ps->wq->rqs, node) {
+		if (!low || rq->sector < low->sector)
+			low = rq;
+		if (rq->sector >= s->burst_pos &&
+		    (!up || rq->sector < up->sector))
+			up = rq;
+	}
+	return up ? up : low;
+}
+
+/*
+ * Choose the next request, or NULL. Returns NULL with *error set if the
+ * core names something the host cannot dispatch (an empty batch).
+ */
+static struct kvs_req *kvs_sched_pick(struct kvs_sim *s, int *error)
+{
+	struct kvp_pick pick;
+	struct kvs_req *rq;
+	unsigned int c;
+
+	if (s->cfg.sched == KVS_FIFO)
+		return kvs_first(&s->fifo);
+	if (s->cfg.sched == KVS_PRIO) {
+		for (c = 0; c < 3; c++)
+			if (!list_empty(&s->prio[c]))
+				return kvs_first(&s->prio[c]);
+		return NULL;
+	}
+
+	pick = kvp_choose(s->ps, s->now);
+	switch (pick.kind) {
+	case KVP_PICK_BATCH:
+		rq = kvs_first(&pick.batch->rqs);
+		break;
+	case KVP_PICK_WRITE:
+		if (pick.burst_start)
+			rq = kvs_first(&s->ps->wq->rqs);
+		else
+			rq = kvs_burst_next(s);
+		if (rq)
+			s->burst_pos = rq->sector + rq->nr_sectors;
+		break;
+	default:
+		return NULL;
+	}
+	if (!rq || rq->batch != pick.batch) {
+		*error = 1;
+		return NULL;
+	}
+	rq->why = pick.why;
+	rq->burst_start = pick.burst_start;
+	return rq;
+}
+
+static void kvs_sched_dispatched(struct kvs_sim *s, struct kvs_req *rq)
+{
+	list_del_init(&rq->node);
+	rq->queued = false;
+	s->queued--;
+	s->nr_tier_queued[rq->tier]--;
+	if (s->cfg.sched == KVS_KVBATCH)
+		kvp_rq_dispatched(s->ps, rq->batch, kvs_head_ns(rq->batch),
+				  rq->nr_sectors * 512);
+}
+
+static void kvs_sched_requeue(struct kvs_sim *s, struct kvs_req *rq)
+{
+	rq->queued = true;
+	s->queued++;
+	s->nr_tier_queued[rq->tier]++;
+	if (s->cfg.sched == KVS_FIFO) {
+		list_add(&rq->node, &s->fifo);
+	} else if (s->cfg.sched == KVS_PRIO) {
+		list_add(&rq->node, &s->prio[kvs_prio_class(rq->ioprio)]);
+	} else {
+		list_add(&rq->node, &rq->batch->rqs);
+		kvp_rq_requeued(s->ps, rq->batch, kvs_head_ns(rq->batch));
+	}
+}
+
+/* ---- device side ------------------------------------------------------ */
+
+static void kvs_start(struct kvs_sim *s, struct kvs_req *rq)
+{
+	rq->start = s->now;
+	s->die_busy[rq->sdie] += rq->service;
+}
+
+static void kvs_dispatch(struct kvs_sim *s, struct kvs_req *rq)
+{
+	struct list_head *dq = &s->die_q[rq->sdie];
+	bool idle = list_empty(dq);
+
+	kvs_sched_dispatched(s, rq);
+	rq->dispatch = s->now;
+	rq->dseq = s->nr_dispatches++;
+	rq->nr_dispatch++;
+	list_add_tail(&rq->dnode, dq);
+	s->nr_tier_device[rq->tier]++;
+	if (++s->in_device > s->max_in_device)
+		s->max_in_device = s->in_device;
+	if (idle) {
+		kvs_start(s, rq);
+		kvs_hook(s, KVS_EV_DISPATCH, rq);
+		return;
+	}
+	s->nr_stalls++;
+	if (s->cfg.sched == KVS_KVBATCH && s->cfg.requeue_every &&
+	    !rq->nr_requeue && s->nr_stalls % s->cfg.requeue_every == 0) {
+		/*
+		 * Not started yet, so it can be handed back, as a driver
+		 * returning BLK_STS_RESOURCE would.
+		 */
+		kvs_hook(s, KVS_EV_DISPATCH, rq);
+		list_del_init(&rq->dnode);
+		s->in_device--;
+		s->nr_tier_device[rq->tier]--;
+		rq->nr_requeue++;
+		s->nr_requeues++;
+		kvs_sched_requeue(s, rq);
+		kvs_hook(s, KVS_EV_REQUEUE, rq);
+		return;
+	}
+	kvs_hook(s, KVS_EV_DISPATCH, rq);
+}
+
+static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
+{
+	struct list_head *dq = &s->die_q[rq->sdie];
+	struct kvs_req *next;
+
+	list_del_init(&rq->dnode);
+	rq->complete = s->now;
+	rq->nr_complete++;
+	s->in_device--;
+	s->nr_tier_device[rq->tier]--;
+	s->end = s->now;
+	if (s->cfg.sched == KVS_KVBATCH)
+		kvp_rq_completed(s->ps, rq->batch, s->now);
+	kvs_hook(s, KVS_EV_COMPLETE, rq);
+
+	next = list_first_entry_or_null(dq, struct kvs_req, dnode);
+	if (next)
+		kvs_start(s, next);
+}
+
+/* ---- the run ---------------------------------------------------------- */
+
+static int kvs_cmp_arrival(const void *a, const void *b)
+{
+	const struct kvs_req *x = *(struct kvs_req *const *)a;
+	const struct kvs_req *y = *(struct kvs_req *const *)b;
+
+	if (x->arrival != y->arrival)
+		return x->arrival < y->arrival ? -1 : 1;
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
+		     struct kvs_req *rqs, u32 nr)
+{
+	u32 i;
+
+	memset(s, 0, sizeof(*s));
+	s->cfg = *cfg;
+	s->rqs = rqs;
+	s->nr = nr;
+	if (!cfg->dies || cfg->dies > KVS_MAX_DIES || !cfg->qdepth ||
+	    cfg->sched >= KVS_NR_SCHEDS)
+		return -1;
+	for (i = 0; i < cfg->dies; i++)
+		INIT_LIST_HEAD(&s->die_q[i]);
+	INIT_LIST_HEAD(&s->fifo);
+	for (i = 0; i < 3; i++)
+		INIT_LIST_HEAD(&s->prio[i]);
+
+	for (i = 0; i < nr; i++) {
+		struct kvs_req *rq = &rqs[i];
+
+		/* A zero service time would complete before it started. */
+		if (!rq->service)
+			return -1;
+		rq->id = i;
+		rq->sdie = rq->die >= 0 ? rq->die % (int)cfg->dies :
+			   (int)((rq->sector / (cfg->chunk ? cfg->chunk : 1)) %
+				 cfg->dies);
+		rq->tier = kvp_tier_of(rq->ioprio, rq->write, rq->sync);
+		rq->dispatch = rq->start = rq->complete = KVS_NO_TIME;
+		rq->nr_dispatch = rq->nr_complete = rq->nr_requeue = 0;
+		rq->merged = false;
+		rq->queued = false;
+		rq->batch = NULL;
+		INIT_LIST_HEAD(&rq->node);
+		INIT_LIST_HEAD(&rq->dnode);
+	}
+
+	if (cfg->sched == KVS_KVBATCH) {
+		s->mem = calloc(1, kvp_size(cfg->nr_batches));
+		if (!s->mem)
+			return -1;
+		s->ps = kvp_init(s->mem, cfg->nr_batches);
+		s->ps->p = cfg->params;
+	}
+	return 0;
+}
+
+int kvs_run(struct kvs_sim *s, const struct kvs_config *cfg,
+	    struct kvs_req *rqs, u32 nr)
+{
+	struct kvs_req **order;
+	u32 next = 0, d;
+	int error = 0;
+
+	if (kvs_setup(s, cfg, rqs, nr))
+		return -1;
+	order = calloc(nr ? nr : 1, sizeof(*order));
+	if (!order)
+		return -1;
+	for (d = 0; d < nr; d++)
+		order[d] = &rqs[d];
+	qsort(order, nr, sizeof(*order), kvs_cmp_arrival);
+
+	for (;;) {
+		u64 t = next < nr ? order[next]->arrival : KVS_NO_TIME;
+		struct kvs_req *rq;
+
+		for (d = 0; d < cfg->dies; d++) {
+			rq = list_first_entry_or_null(&s->die_q[d],
+						      struct kvs_req, dnode);
+			if (rq && rq->start + rq->service < t)
+				t = rq->start + rq->service;
+		}
+		if (t == KVS_NO_TIME)
+			break;
+		s->now = t;
+
+		for (d = 0; d < cfg->dies; d++) {
+			rq = list_first_entry_or_null(&s->die_q[d],
+						      struct kvs_req, dnode);
+			if (rq && rq->start + rq->service == t)
+				kvs_complete(s, rq);
+		}
+		while (next < nr && order[next]->arrival == t) {
+			rq = order[next++];
+			kvs_sched_arrive(s, rq);
+			kvs_hook(s, KVS_EV_ARRIVE, rq);
+		}
+		while (s->in_device < cfg->qdepth) {
+			rq = kvs_sched_pick(s, &error);
+			if (!rq)
+				break;
+			kvs_dispatch(s, rq);
+		}
+		if (error)
+			break;
+	}
+	free(order);
+	/* Anything still queued was never dispatched: the run is stuck. */
+	return error || s->queued ? -1 : 0;
+}
+
+void kvs_free(struct kvs_sim *s)
+{
+	free(s->mem);
+	s->mem = NULL;
+	s->ps = NULL;
+}
+
+struct kvs_batch_time kvs_batch(const struct kvs_sim *s, u64 key)
+{
+	struct kvs_batch_time bt = { .first_arrival = KVS_NO_TIME };
+	bool unfinished = false;
+	u32 i;
+
+	for (i = 0; i < s->nr; i++) {
+		const struct kvs_req *rq = &s->rqs[i];
+
+		if (rq->key != key || rq->merged)
+			continue;
+		if (rq->arrival < bt.first_arrival)
+			bt.first_arrival = rq->arrival;
+		/* A request never completed leaves the batch unfinished. */
+		if (rq->complete == KVS_NO_TIME)
+			unfinished = true;
+		else if (rq->complete > bt.last_complete)
+			bt.last_complete = rq->complete;
+		bt.nr++;
+	}
+	if (unfinished || !bt.nr)
+		bt.last_complete = KVS_NO_TIME;
+	return bt;
+}
+
+u64 kvs_total_work(const struct kvs_sim *s)
+{
+	u64 sum = 0;
+	u32 d;
+
+	for (d = 0; d < s->cfg.dies; d++)
+		sum += s->die_busy[d];
+	return sum;
+}

@@ -1,0 +1,644 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvbench - a KV-cache recall load generator that measures batch
+ * completion: the time from submitting a recall batch to the completion of
+ * its LAST read, which is what a GPU waiting on the recall sees and what
+ * fio cannot report.
+ *
+ * One thread, one io_uring, O_DIRECT. Demand recall batches arrive open
+ * loop (Poisson) and are submitted all at once, each with its own tag
+ * (ioprio class plus a distinct hint, so each is its own batch to the
+ * scheduler). Background roles keep a fixed number of requests
+ * outstanding: foreign random reads (untagged, default class), prefetch
+ * random reads (IDLE) and writes (IDLE, sequential, in their own region).
+ *
+ * Before the run, each batch size is measured alone on the idle device
+ * (its "solo" time); slowdown = completion / solo.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <liburing.h>
+#include <linux/fs.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_SIZES	16
+#define MAX_DEPTH	4096
+
+#define IOPRIO_CLASS_SHIFT	13
+#define IOPRIO_HINT_SHIFT	3
+#define IOPRIO_RT		1
+#define IOPRIO_BE		2
+#define IOPRIO_IDLE		3
+#define MKPRIO(c, h, l)	((uint16_t)(((c) << IOPRIO_CLASS_SHIFT) | \
+				    ((h) << IOPRIO_HINT_SHIFT) | (l)))
+
+enum role { R_DEMAND, R_FOREIGN, R_PREFETCH, R_WRITE, NR_ROLES };
+static const char *const role_names[NR_ROLES] = {
+	"demand", "foreign", "prefetch", "write",
+};
+
+enum tag_mode { TAG_BE_HINT, TAG_RT, TAG_BE, TAG_NONE };
+
+struct opts {
+	const char *dev;
+	double seconds;
+	double rate;			/* demand batches per second */
+	unsigned int sizes[MAX_SIZES];	/* batch sizes, in requests */
+	unsigned int nr_sizes;
+	unsigned int bs;
+	enum tag_mode tag;
+	unsigned int qd[NR_ROLES];	/* background queue depths */
+	unsigned int solo_runs;
+	uint64_t seed;
+	bool json;
+};
+
+struct batch {
+	uint64_t submit_ns;
+	uint64_t done_ns;
+	unsigned int size;
+	unsigned int left;
+	unsigned int size_idx;
+};
+
+struct req {
+	enum role role;
+	struct batch *batch;	/* demand only */
+	uint64_t submit_ns;
+	char *buf;
+	bool busy;
+};
+
+/* A growable array of samples (ns) with percentile queries. */
+struct samples {
+	uint64_t *v;
+	size_t n, cap;
+	bool sorted;
+};
+
+static struct opts o = {
+	.seconds = 10, .rate = 20, .bs = 65536, .tag = TAG_BE_HINT,
+	.solo_runs = 5, .seed = 1,
+	.sizes = { 4, 8, 16, 32 }, .nr_sizes = 4,
+};
+
+static uint64_t rng_state;
+static uint64_t dev_bytes;
+
+static void usage(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "kvbench: %s\n", msg);
+	fprintf(stderr,
+		"usage: kvbench -d DEV [-t SECONDS] [-r BATCHES_PER_S] [-s SIZE,SIZE,...]\n"
+		"               [-b BLOCK_SIZE] [--tag be-hint|rt|be|none]\n"
+		"               [--foreign QD] [--prefetch QD] [--write QD]\n"
+		"               [--solo-runs N] [--seed N] [--json]\n");
+	exit(2);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* xorshift64*: deterministic with --seed. */
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state >> 12;
+	rng_state ^= rng_state << 25;
+	rng_state ^= rng_state >> 27;
+	return rng_state * 0x2545f4914f6cdd1dULL;
+}
+
+static double rnd_unit(void)
+{
+	return (rnd() >> 11) * (1.0 / 9007199254740992.0);
+}
+
+static unsigned long parse_num(const char *s, const char *what,
+			       unsigned long lo, unsigned long hi)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (*end == 'k' || *end == 'K')
+		v <<= 10, end++;
+	else if (*end == 'm' || *end == 'M')
+		v <<= 20, end++;
+	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
+		fprintf(stderr, "kvbench: bad %s '%s' (%lu..%lu)\n", what, s,
+			lo, hi);
+		usage(NULL);
+	}
+	return v;
+}
+
+static double parse_double(const char *s, const char *what, double lo,
+			   double hi)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= lo && v <= hi)) {
+		fprintf(stderr, "kvbench: bad %s '%s' (%g..%g)\n", what, s, lo,
+			hi);
+		usage(NULL);
+	}
+	return v;
+}
+
+static void samples_add(struct samples *s, uint64_t v)
+{
+	if (s->n == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 1024;
+		s->v = realloc(s->v, s->cap * sizeof(*s->v));
+		if (!s->v) {
+			perror("realloc");
+			exit(1);
+		}
+	}
+	s->v[s->n++] = v;
+	s->sorted = false;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Nearest-rank percentile, in ns; 0 when empty. */
+static uint64_t pct(struct samples *s, double p)
+{
+	size_t i;
+
+	if (!s->n)
+		return 0;
+	if (!s->sorted) {
+		qsort(s->v, s->n, sizeof(*s->v), cmp_u64);
+		s->sorted = true;
+	}
+	i = (size_t)ceil(p / 100.0 * s->n);
+	return s->v[i ? i - 1 : 0];
+}
+
+static double mean(const struct samples *s)
+{
+	double sum = 0;
+	size_t i;
+
+	for (i = 0; i < s->n; i++)
+		sum += s->v[i];
+	return s->n ? sum / s->n : 0;
+}
+
+struct bench {
+	struct io_uring ring;
+	int fd;
+	struct req reqs[MAX_DEPTH];
+	struct req *free[MAX_DEPTH];	/* stack of idle requests */
+	unsigned int nr_free;
+	unsigned int inflight[NR_ROLES];
+	uint64_t write_pos;
+	uint64_t ios[NR_ROLES];
+	struct samples lat[NR_ROLES];
+	uint64_t errors;
+	unsigned int next_hint;
+};
+
+static struct req *get_req(struct bench *b)
+{
+	if (!b->nr_free) {
+		fprintf(stderr, "kvbench: more than %d requests outstanding\n",
+			MAX_DEPTH);
+		exit(1);
+	}
+	return b->free[--b->nr_free];
+}
+
+/* Regions: demand and background reads use the first 3/4, writes the rest. */
+static uint64_t read_offset(void)
+{
+	uint64_t blocks = dev_bytes / 4 * 3 / o.bs;
+
+	return (rnd() % blocks) * o.bs;
+}
+
+static void prep(struct bench *b, enum role role, struct batch *batch,
+		 uint16_t ioprio, uint64_t t)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+	struct req *r = get_req(b);
+	uint64_t off;
+
+	if (!sqe) {
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+	}
+	r->role = role;
+	r->batch = batch;
+	r->submit_ns = t;
+	r->busy = true;
+	if (role == R_WRITE) {
+		uint64_t base = dev_bytes / 4 * 3;
+		uint64_t span = dev_bytes - base;
+
+		off = base + b->write_pos % (span / o.bs * o.bs);
+		b->write_pos += o.bs;
+		io_uring_prep_write(sqe, b->fd, r->buf, o.bs, off);
+	} else {
+		off = read_offset();
+		io_uring_prep_read(sqe, b->fd, r->buf, o.bs, off);
+	}
+	sqe->ioprio = ioprio;
+	io_uring_sqe_set_data(sqe, r);
+	b->inflight[role]++;
+}
+
+static uint16_t demand_prio(struct bench *b)
+{
+	/* A distinct hint per batch, so each is its own batch stream. */
+	unsigned int hint = 1 + (b->next_hint++ % 1023);
+
+	switch (o.tag) {
+	case TAG_RT:
+		return MKPRIO(IOPRIO_RT, hint, 0);
+	case TAG_BE:
+		return MKPRIO(IOPRIO_BE, 0, 0);
+	case TAG_NONE:
+		return 0;
+	default:
+		return MKPRIO(IOPRIO_BE, hint, 0);
+	}
+}
+
+static uint16_t role_prio(enum role role)
+{
+	switch (role) {
+	case R_PREFETCH:
+	case R_WRITE:
+		return MKPRIO(IOPRIO_IDLE, 0, 0);
+	default:
+		return 0;
+	}
+}
+
+static void submit_batch(struct bench *b, struct batch *batch, uint64_t t)
+{
+	uint16_t prio = demand_prio(b);
+	unsigned int i;
+
+	batch->submit_ns = t;
+	batch->left = batch->size;
+	for (i = 0; i < batch->size; i++)
+		prep(b, R_DEMAND, batch, prio, t);
+	io_uring_submit(&b->ring);
+}
+
+static void refill(struct bench *b, uint64_t t)
+{
+	int role;
+	bool any = false;
+
+	for (role = R_FOREIGN; role < NR_ROLES; role++)
+		while (b->inflight[role] < o.qd[role]) {
+			prep(b, role, NULL, role_prio(role), t);
+			any = true;
+		}
+	if (any)
+		io_uring_submit(&b->ring);
+}
+
+/* Reap one completion; returns the batch it finished, if any. */
+static struct batch *reap(struct bench *b, struct io_uring_cqe *cqe, uint64_t t)
+{
+	struct req *r = io_uring_cqe_get_data(cqe);
+	struct batch *done = NULL;
+
+	if (cqe->res != (int)o.bs) {
+		if (!b->errors)
+			fprintf(stderr, "kvbench: %s I/O failed: %s\n",
+				role_names[r->role],
+				cqe->res < 0 ? strerror(-cqe->res) : "short");
+		b->errors++;
+	}
+	b->inflight[r->role]--;
+	b->ios[r->role]++;
+	samples_add(&b->lat[r->role], t - r->submit_ns);
+	if (r->batch && --r->batch->left == 0) {
+		r->batch->done_ns = t;
+		done = r->batch;
+	}
+	r->busy = false;
+	b->free[b->nr_free++] = r;
+	io_uring_cqe_seen(&b->ring, cqe);
+	return done;
+}
+
+static void bench_setup(struct bench *b)
+{
+	unsigned int i;
+	int ret;
+
+	memset(b, 0, sizeof(*b));
+	b->fd = open(o.dev, O_RDWR | O_DIRECT);
+	if (b->fd < 0) {
+		perror(o.dev);
+		exit(1);
+	}
+	ret = io_uring_queue_init(MAX_DEPTH, &b->ring, 0);
+	if (ret < 0) {
+		fprintf(stderr, "kvbench: io_uring: %s\n", strerror(-ret));
+		exit(1);
+	}
+	for (i = 0; i < MAX_DEPTH; i++) {
+		if (posix_memalign((void **)&b->reqs[i].buf, 4096, o.bs)) {
+			perror("posix_memalign");
+			exit(1);
+		}
+		memset(b->reqs[i].buf, 0x5a, o.bs);
+		b->free[b->nr_free++] = &b->reqs[i];
+	}
+}
+
+/* Median completion of solo batches of each size on the idle device. */
+static void measure_solo(struct bench *b, double *solo_ns)
+{
+	unsigned int s, k;
+
+	for (s = 0; s < o.nr_sizes; s++) {
+		struct samples sm = { 0 };
+
+		for (k = 0; k < o.solo_runs; k++) {
+			struct batch batch = { .size = o.sizes[s] };
+			struct io_uring_cqe *cqe;
+
+			submit_batch(b, &batch, now_ns());
+			while (batch.left) {
+				if (io_uring_wait_cqe(&b->ring, &cqe) < 0)
+					exit(1);
+				reap(b, cqe, now_ns());
+			}
+			samples_add(&sm, batch.done_ns - batch.submit_ns);
+		}
+		solo_ns[s] = (double)pct(&sm, 50);
+		free(sm.v);
+	}
+	for (s = 0; s < NR_ROLES; s++) {
+		b->ios[s] = 0;
+		free(b->lat[s].v);
+		memset(&b->lat[s], 0, sizeof(b->lat[s]));
+	}
+}
+
+static void print_ms_row(const char *name, struct samples *s, double scale)
+{
+	printf("  %-16s %7zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", name, s->n,
+	       mean(s) / scale, pct(s, 50) / scale, pct(s, 90) / scale,
+	       pct(s, 99) / scale, pct(s, 99.9) / scale, pct(s, 100) / scale);
+}
+
+static void json_dist(const char *name, struct samples *s, double scale,
+		      bool comma)
+{
+	printf("    \"%s\": {\"n\": %zu, \"mean\": %.4f, \"p50\": %.4f, \"p90\": %.4f, \"p99\": %.4f, \"p999\": %.4f, \"max\": %.4f}%s\n",
+	       name, s->n, mean(s) / scale, pct(s, 50) / scale,
+	       pct(s, 90) / scale, pct(s, 99) / scale, pct(s, 99.9) / scale,
+	       pct(s, 100) / scale, comma ? "," : "");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option lopts[] = {
+		{ "tag", required_argument, NULL, 'T' },
+		{ "foreign", required_argument, NULL, 'F' },
+		{ "prefetch", required_argument, NULL, 'P' },
+		{ "write", required_argument, NULL, 'W' },
+		{ "solo-runs", required_argument, NULL, 'S' },
+		{ "seed", required_argument, NULL, 'E' },
+		{ "json", no_argument, NULL, 'J' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct samples comp = { 0 }, slow = { 0 }, by_size[MAX_SIZES] = { 0 };
+	double solo_ns[MAX_SIZES];
+	struct batch *batches;
+	size_t nr_batches = 0, cap, i;
+	uint64_t start, end, next_arrival, t;
+	struct bench *b;
+	int c, role;
+	char *tok, *save;
+
+	while ((c = getopt_long(argc, argv, "d:t:r:s:b:h", lopts, NULL)) != -1) {
+		switch (c) {
+		case 'd': o.dev = optarg; break;
+		case 't': o.seconds = parse_double(optarg, "time", 0.1, 86400); break;
+		case 'r': o.rate = parse_double(optarg, "rate", 0, 100000); break;
+		case 'b':
+			o.bs = parse_num(optarg, "block size", 512, 4 << 20);
+			if (o.bs % 512)
+				usage("block size must be a multiple of 512");
+			break;
+		case 's':
+			o.nr_sizes = 0;
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				if (o.nr_sizes == MAX_SIZES)
+					usage("too many batch sizes");
+				o.sizes[o.nr_sizes++] =
+					parse_num(tok, "batch size", 1, 1024);
+			}
+			if (!o.nr_sizes)
+				usage("no batch size");
+			break;
+		case 'T':
+			if (!strcmp(optarg, "be-hint"))
+				o.tag = TAG_BE_HINT;
+			else if (!strcmp(optarg, "rt"))
+				o.tag = TAG_RT;
+			else if (!strcmp(optarg, "be"))
+				o.tag = TAG_BE;
+			else if (!strcmp(optarg, "none"))
+				o.tag = TAG_NONE;
+			else
+				usage("--tag must be be-hint, rt, be or none");
+			break;
+		case 'F': o.qd[R_FOREIGN] = parse_num(optarg, "foreign depth", 0, 512); break;
+		case 'P': o.qd[R_PREFETCH] = parse_num(optarg, "prefetch depth", 0, 512); break;
+		case 'W': o.qd[R_WRITE] = parse_num(optarg, "write depth", 0, 512); break;
+		case 'S': o.solo_runs = parse_num(optarg, "solo runs", 1, 1000); break;
+		case 'E': o.seed = parse_num(optarg, "seed", 0, ~0UL); break;
+		case 'J': o.json = true; break;
+		default: usage(NULL);
+		}
+	}
+	if (optind != argc)
+		usage("unexpected argument");
+	if (!o.dev)
+		usage("-d DEV is required");
+	rng_state = o.seed * 0x9e3779b97f4a7c15ULL + 1;
+
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return 1;
+	bench_setup(b);
+	if (ioctl(b->fd, BLKGETSIZE64, &dev_bytes) < 0) {
+		struct stat st;
+
+		if (fstat(b->fd, &st) < 0)
+			return 1;
+		dev_bytes = st.st_size;
+	}
+	if (dev_bytes < 16ULL * o.bs)
+		usage("device too small for the block size");
+
+	measure_solo(b, solo_ns);
+
+	cap = (size_t)(o.rate * o.seconds * 2) + 64;
+	batches = calloc(cap, sizeof(*batches));
+	if (!batches)
+		return 1;
+
+	start = now_ns();
+	end = start + (uint64_t)(o.seconds * 1e9);
+	next_arrival = o.rate > 0 ?
+		start + (uint64_t)(-log(1 - rnd_unit()) / o.rate * 1e9) : ~0ULL;
+	refill(b, start);
+	for (;;) {
+		struct io_uring_cqe *cqe;
+		struct __kernel_timespec ts;
+		uint64_t wait;
+		struct batch *done;
+		bool demand_left = false;
+
+		t = now_ns();
+		while (t >= next_arrival && next_arrival < end && nr_batches < cap) {
+			struct batch *bt = &batches[nr_batches++];
+
+			bt->size_idx = rnd() % o.nr_sizes;
+			bt->size = o.sizes[bt->size_idx];
+			submit_batch(b, bt, next_arrival);
+			next_arrival += (uint64_t)(-log(1 - rnd_unit()) /
+						   o.rate * 1e9);
+		}
+		if (t >= end) {
+			for (i = 0; i < nr_batches; i++)
+				if (!batches[i].done_ns)
+					demand_left = true;
+			if (!demand_left)
+				break;
+		} else {
+			refill(b, t);
+		}
+		wait = next_arrival < end && next_arrival > t ?
+			next_arrival - t : 1000000;
+		ts.tv_sec = wait / 1000000000ULL;
+		ts.tv_nsec = wait % 1000000000ULL;
+		if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) < 0)
+			continue;
+		do {
+			t = now_ns();
+			done = reap(b, cqe, t);
+			if (done) {
+				uint64_t d = done->done_ns - done->submit_ns;
+
+				samples_add(&comp, d);
+				samples_add(&by_size[done->size_idx], d);
+				samples_add(&slow, (uint64_t)(1000.0 * d /
+					    solo_ns[done->size_idx]));
+			}
+		} while (io_uring_peek_cqe(&b->ring, &cqe) == 0);
+	}
+	t = now_ns();
+	/* Drain the background requests still outstanding. */
+	while (b->inflight[R_FOREIGN] + b->inflight[R_PREFETCH] +
+	       b->inflight[R_WRITE]) {
+		struct io_uring_cqe *cqe;
+
+		if (io_uring_wait_cqe(&b->ring, &cqe) < 0)
+			break;
+		reap(b, cqe, now_ns());
+	}
+
+	if (o.json) {
+		double secs = (t - start) / 1e9;
+
+		printf("{\n  \"device\": \"%s\", \"seconds\": %.3f, \"rate\": %g, \"bs\": %u, \"seed\": %" PRIu64 ", \"errors\": %" PRIu64 ",\n",
+		       o.dev, secs, o.rate, o.bs, o.seed, b->errors);
+		printf("  \"batch_ms\": {\n");
+		json_dist("all", &comp, 1e6, o.nr_sizes > 0);
+		for (i = 0; i < o.nr_sizes; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "size_%u", o.sizes[i]);
+			json_dist(name, &by_size[i], 1e6, i + 1 < o.nr_sizes);
+		}
+		printf("  },\n  \"solo_ms\": {");
+		for (i = 0; i < o.nr_sizes; i++)
+			printf("%s\"size_%u\": %.4f", i ? ", " : "", o.sizes[i],
+			       solo_ns[i] / 1e6);
+		printf("},\n  \"slowdown\": {\n");
+		json_dist("all", &slow, 1000, false);
+		printf("  },\n  \"request_ms\": {\n");
+		for (role = 0; role < NR_ROLES; role++)
+			json_dist(role_names[role], &b->lat[role], 1e6,
+				  role + 1 < NR_ROLES);
+		printf("  },\n  \"iops\": {");
+		for (role = 0; role < NR_ROLES; role++)
+			printf("%s\"%s\": %.1f", role ? ", " : "",
+			       role_names[role], b->ios[role] / secs);
+		printf("},\n  \"mbps\": {");
+		for (role = 0; role < NR_ROLES; role++)
+			printf("%s\"%s\": %.2f", role ? ", " : "",
+			       role_names[role],
+			       b->ios[role] * (double)o.bs / secs / 1e6);
+		printf("}\n}\n");
+	} else {
+		double secs = (t - start) / 1e9;
+
+		printf("kvbench: %s, %.1fs, %g batches/s, bs %u, %zu batches, %" PRIu64 " errors\n",
+		       o.dev, secs, o.rate, o.bs, comp.n, b->errors);
+		printf("  %-16s %7s %9s %9s %9s %9s %9s %9s\n", "batch (ms)", "n",
+		       "mean", "p50", "p90", "p99", "p99.9", "max");
+		print_ms_row("all", &comp, 1e6);
+		for (i = 0; i < o.nr_sizes; i++) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "size %u (solo %.2f)",
+				 o.sizes[i], solo_ns[i] / 1e6);
+			print_ms_row(name, &by_size[i], 1e6);
+		}
+		print_ms_row("slowdown (x)", &slow, 1000);
+		printf("  %-16s %7s %9s %9s %9s %9s %9s %9s\n", "request (ms)",
+		       "n", "mean", "p50", "p90", "p99", "p99.9", "max");
+		for (role = 0; role < NR_ROLES; role++)
+			print_ms_row(role_names[role], &b->lat[role], 1e6);
+		printf("  throughput:");
+		for (role = 0; role < NR_ROLES; role++)
+			printf(" %s %.0f IOPS %.1f MB/s%s", role_names[role],
+			       b->ios[role] / secs,
+			       b->ios[role] * (double)o.bs / secs / 1e6,
+			       role + 1 < NR_ROLES ? "," : "\n");
+	}
+	return b->errors ? 1 : 0;
+}
