@@ -100,13 +100,17 @@ USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 selftests-bin: $(SELFTEST_BINS)
 
 # Tools: the load generator.
-TOOLS_BINS	:= $(BUILD)/tools/kvbench
+TOOLS_BINS	:= $(BUILD)/tools/kvbench $(BUILD)/tools/recall
 
 tools: $(TOOLS_BINS)
 
 $(BUILD)/tools/kvbench: $(TOP)/tools/kvbench/kvbench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -luring -lm
+
+$(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -luring
 
 $(BUILD)/selftests/kvb_seqio: $(TOP)/selftests/kvb_seqio.c
 	@mkdir -p $(dir $@)

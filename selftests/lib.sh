@@ -147,13 +147,20 @@ kvb_test_disks() {
 
 # kvb_fio NAME FIO-ARGS...: run fio from the scratch directory (it writes
 # verify state there) with a log kept for failures. Returns fio's status,
-# which is nonzero on any I/O or verify error (verify_fatal).
+# which is nonzero on any I/O or verify error (verify_fatal). FIO-ARGS may
+# define several jobs with --name=; options before the first one apply to
+# all of them. Without a --name= in FIO-ARGS, NAME is the one job.
 kvb_fio() {
-	local name=$1 rc
+	local name=$1 job=() rc
 
 	shift
-	(cd "$KVB_SCRATCH" && fio --name="$name" --output="$KVB_SCRATCH/$name.log" \
-		--verify_fatal=1 --exitall_on_error=1 "$@") >/dev/null 2>&1
+	case " $* " in
+	*" --name="*) ;;
+	*) job=(--name="$name") ;;
+	esac
+	(cd "$KVB_SCRATCH" && fio --output="$KVB_SCRATCH/$name.log" \
+		--verify_fatal=1 --exitall_on_error=1 "${job[@]}" "$@") \
+		>/dev/null 2>&1
 	rc=$?
 	if [ $rc -ne 0 ]; then
 		log "fio $name failed (status $rc):"

@@ -93,7 +93,12 @@ static struct opts o = {
 	.sizes = { 4, 8, 16, 32 }, .nr_sizes = 4,
 };
 
-static uint64_t rng_state;
+/*
+ * Two random streams: one for the demand trace (arrival times, batch
+ * sizes), one for offsets. The trace must not depend on how many
+ * background requests completed, so every scheduler sees the same one.
+ */
+static uint64_t rng_trace, rng_io;
 static uint64_t dev_bytes;
 
 static void usage(const char *msg)
@@ -117,17 +122,22 @@ static uint64_t now_ns(void)
 }
 
 /* xorshift64*: deterministic with --seed. */
+static uint64_t rnd_next(uint64_t *st)
+{
+	*st ^= *st >> 12;
+	*st ^= *st << 25;
+	*st ^= *st >> 27;
+	return *st * 0x2545f4914f6cdd1dULL;
+}
+
 static uint64_t rnd(void)
 {
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dULL;
+	return rnd_next(&rng_io);
 }
 
 static double rnd_unit(void)
 {
-	return (rnd() >> 11) * (1.0 / 9007199254740992.0);
+	return (rnd_next(&rng_trace) >> 11) * (1.0 / 9007199254740992.0);
 }
 
 static unsigned long parse_num(const char *s, const char *what,
@@ -496,7 +506,8 @@ int main(int argc, char **argv)
 		usage("unexpected argument");
 	if (!o.dev)
 		usage("-d DEV is required");
-	rng_state = o.seed * 0x9e3779b97f4a7c15ULL + 1;
+	rng_trace = o.seed * 0x9e3779b97f4a7c15ULL + 1;
+	rng_io = o.seed * 0xbf58476d1ce4e5b9ULL + 7;
 
 	b = calloc(1, sizeof(*b));
 	if (!b)
@@ -535,7 +546,7 @@ int main(int argc, char **argv)
 		while (t >= next_arrival && next_arrival < end && nr_batches < cap) {
 			struct batch *bt = &batches[nr_batches++];
 
-			bt->size_idx = rnd() % o.nr_sizes;
+			bt->size_idx = rnd_next(&rng_trace) % o.nr_sizes;
 			bt->size = o.sizes[bt->size_idx];
 			submit_batch(b, bt, next_arrival);
 			next_arrival += (uint64_t)(-log(1 - rnd_unit()) /

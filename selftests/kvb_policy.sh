@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The batch-aware policy under a tagged mixed workload, with every byte
+# verified: RT recall reads and writes (demand), untagged readers and
+# writers (normal), IDLE readers and writers (prefetch and deferred
+# writes) and buffered writes flushed by writeback in the background
+# (async, deferred), all at once, on a null_blk with four tags and a 1 ms
+# service time and on the QEMU NVMe disk. Afterwards every tier must have
+# been served, the deferred write queue used, every batch closed and the
+# accounting balanced.
+source "$(dirname "$0")/lib.sh"
+
+kvb_require_root
+kvb_require_cmd fio
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
+modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=4 \
+	memory_backed=1 gb=1 irqmode=2 completion_nsec=1000000 ||
+	ktap_exit_skip "cannot load null_blk"
+udevadm settle 2>/dev/null || true
+mapfile -t disks < <(kvb_test_disks)
+
+ktap_print_header
+ktap_set_plan $((${#disks[@]} * 5))
+
+# Let the flusher write dirty pages early and on its own (async writes).
+sysctl -qw vm.dirty_background_bytes=1048576 vm.dirty_expire_centisecs=50 \
+	vm.dirty_writeback_centisecs=20
+
+stat_of() {
+	awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/block/$1/sched/stats"
+}
+
+mixed() {
+	local dev=/dev/$1 size=$2
+	local v=(--verify=crc32c --do_verify=1 --size="$size" --ioengine=libaio)
+
+	kvb_fio "$1-mixed" --filename="$dev" \
+		--name=demand --offset=0 --rw=randwrite --bs=16k --direct=1 \
+		--iodepth=16 --prioclass=1 --prio=0 "${v[@]}" \
+		--name=normal --offset=64M --rw=randrw --bs=8k --direct=1 \
+		--iodepth=8 --verify_backlog=64 "${v[@]}" \
+		--name=idle --offset=128M --rw=randwrite --bs=16k --direct=1 \
+		--iodepth=8 --prioclass=3 "${v[@]}" \
+		--name=writeback --offset=192M --rw=write --bs=64k --direct=0 \
+		--end_fsync=1 "${v[@]}" &&
+	# The buffered job verified from the page cache; check the device.
+	kvb_fio "$1-writeback-readback" --filename="$dev" --name=writeback \
+		--offset=192M --rw=write --bs=64k --direct=1 --verify_only=1 \
+		"${v[@]}"
+}
+
+for d in "${disks[@]}"; do
+	size=16M
+	[ "$d" = nullb0 ] && size=8M
+	if ! kvb_set_sched "$d" kvbatch; then
+		for i in $(seq 5); do ktap_test_fail "$d: select kvbatch"; done
+		continue
+	fi
+	echo 256 > "/sys/block/$d/queue/nr_requests"
+	ktap_check "$d: tagged mixed workload, every byte verified" mixed "$d" "$size"
+	log "$d: $(tr '\n' ' ' < /sys/kernel/debug/block/$d/sched/stats)"
+	ktap_check "$d: demand batches dispatched by least remaining work" \
+		test "$(stat_of "$d" dispatch_tail)" -gt 0 -a \
+		"$(stat_of "$d" demand_batches_closed)" -gt 0
+	ktap_check "$d: normal and idle readers served" \
+		test "$(stat_of "$d" dispatch_foreign)" -gt 0 -a \
+		$(($(stat_of "$d" dispatch_prefetch) + $(stat_of "$d" dispatch_expired))) -gt 0
+	ktap_check "$d: writes went through the deferred write queue" \
+		test "$(stat_of "$d" writes_deferred)" -gt 0 -a \
+		"$(stat_of "$d" write_bursts)" -gt 0
+	balanced() {
+		local ins mrg cmp i
+
+		for i in $(seq 50); do
+			[ "$(stat_of "$1" inflight)" = 0 ] && break
+			sleep 0.1
+		done
+		ins=$(stat_of "$1" inserted); mrg=$(stat_of "$1" merged)
+		cmp=$(stat_of "$1" completed)
+		[ "$(stat_of "$1" queued)" = 0 ] && [ "$(stat_of "$1" inflight)" = 0 ] &&
+			[ "$(stat_of "$1" batches_live)" = 0 ] &&
+			[ $((cmp + mrg)) -eq "$ins" ]
+	}
+	ktap_check "$d: all batches closed, accounting balanced" balanced "$d"
+	kvb_set_sched "$d" none
+done
+
+kvb_nullb_teardown
+ktap_finished
