@@ -10,39 +10,12 @@ source "$(dirname "$0")/lib.sh"
 
 SIZE=${SIZE:-32M}
 
-kvb_require_root
-kvb_require_cmd fio
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_setup || log "null_blk unavailable"
-mapfile -t disks < <(kvb_test_disks)
-[ ${#disks[@]} -gt 0 ] || ktap_exit_skip "no test disk"
+kvb_setup_disks
 
 ktap_print_header
 ktap_set_plan $((${#disks[@]} * 7))
 
 common=(--size="$SIZE" --ioengine=libaio --verify=crc32c --do_verify=1)
-
-# stat NAME from debugfs "NAME value" lines.
-stat_of() {
-	awk -v k="$2" '$1 == k { print $2 }' "$1"
-}
-
-balanced() {
-	local f=/sys/kernel/debug/block/$1/sched/stats i ins mrg cmp q inf
-
-	# Completion bookkeeping settles right after fio returns; give it a
-	# moment rather than racing the last finish_request().
-	for i in $(seq 50); do
-		[ "$(stat_of "$f" inflight)" = 0 ] && [ "$(stat_of "$f" queued)" = 0 ] && break
-		sleep 0.1
-	done
-	ins=$(stat_of "$f" inserted); mrg=$(stat_of "$f" merged)
-	cmp=$(stat_of "$f" completed); q=$(stat_of "$f" queued)
-	inf=$(stat_of "$f" inflight)
-	log "$1: $(tr '\n' ' ' < "$f")"
-	[ "$q" = 0 ] && [ "$inf" = 0 ] && [ "$ins" -gt 0 ] &&
-		[ $((cmp + mrg)) -eq "$ins" ]
-}
 
 buffered() {
 	local args=(--filename="/dev/$1" --rw=randwrite --bs=16k --offset=192M
@@ -85,7 +58,7 @@ for d in "${disks[@]}"; do
 		--offset_increment=16M --size=16M --ioengine=libaio \
 		--verify=crc32c
 	ktap_check "$d: accounting balances (inserted = completed + merged)" \
-		balanced "$d"
+		kvb_balanced "$d"
 	kvb_set_sched "$d" none
 done
 

@@ -22,9 +22,6 @@ ktap_print_header
 ktap_set_plan 6
 
 stats=/sys/kernel/debug/block/nullb0/sched/stats
-stat_of() {
-	awk -v k="$1" '$1 == k { print $2 }' "$stats"
-}
 
 kvb_set_sched nullb0 kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
 # Room in the scheduler pool, so submitters queue requests in kvbatch
@@ -39,7 +36,7 @@ ktap_check "ascending 4k writes, verified" \
 	kvb_fio asc --filename=/dev/nullb0 --rw=write --size=8M "${one[@]}"
 log "$(tr '\n' ' ' < $stats)"
 ktap_check "back merges happened in the elevator" \
-	test "$(stat_of bio_back_merges)" -gt 0
+	test "$(kvb_stat nullb0 bio_back_merges)" -gt 0
 
 # fio cannot write strictly descending blocks; kvb_seqio does, one block
 # per submission, then reads everything back and checks every word.
@@ -51,7 +48,7 @@ descending() {
 ktap_check "descending 4k writes, verified" descending
 log "$(tr '\n' ' ' < $stats)"
 ktap_check "front merges happened in the elevator" \
-	test "$(stat_of bio_front_merges)" -gt 0
+	test "$(kvb_stat nullb0 bio_front_merges)" -gt 0
 
 corrupt_detected() {
 	dd if=/dev/urandom of=/dev/nullb0 bs=4k seek=$(((64 << 8) + 100)) \
@@ -60,14 +57,8 @@ corrupt_detected() {
 }
 ktap_check "kvb_seqio verify catches a corrupted block" corrupt_detected
 
-balanced() {
-	local ins mrg cmp
-
-	ins=$(stat_of inserted); mrg=$(stat_of merged); cmp=$(stat_of completed)
-	[ "$(stat_of queued)" = 0 ] && [ "$(stat_of inflight)" = 0 ] &&
-		[ $((cmp + mrg)) -eq "$ins" ]
-}
-ktap_check "accounting balances (inserted = completed + merged)" balanced
+ktap_check "accounting balances (inserted = completed + merged)" \
+	kvb_balanced nullb0
 
 kvb_set_sched nullb0 none
 kvb_nullb_teardown

@@ -28,10 +28,6 @@ ktap_set_plan $((${#disks[@]} * 5))
 sysctl -qw vm.dirty_background_bytes=1048576 vm.dirty_expire_centisecs=50 \
 	vm.dirty_writeback_centisecs=20
 
-stat_of() {
-	awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/block/$1/sched/stats"
-}
-
 mixed() {
 	local dev=/dev/$1 size=$2
 	local v=(--verify=crc32c --do_verify=1 --size="$size" --ioengine=libaio)
@@ -62,28 +58,15 @@ for d in "${disks[@]}"; do
 	ktap_check "$d: tagged mixed workload, every byte verified" mixed "$d" "$size"
 	log "$d: $(tr '\n' ' ' < /sys/kernel/debug/block/$d/sched/stats)"
 	ktap_check "$d: demand batches dispatched by least remaining work" \
-		test "$(stat_of "$d" dispatch_tail)" -gt 0 -a \
-		"$(stat_of "$d" demand_batches_closed)" -gt 0
+		test "$(kvb_stat "$d" dispatch_tail)" -gt 0 -a \
+		"$(kvb_stat "$d" demand_batches_closed)" -gt 0
 	ktap_check "$d: normal and idle readers served" \
-		test "$(stat_of "$d" dispatch_foreign)" -gt 0 -a \
-		$(($(stat_of "$d" dispatch_prefetch) + $(stat_of "$d" dispatch_expired))) -gt 0
+		test "$(kvb_stat "$d" dispatch_foreign)" -gt 0 -a \
+		$(($(kvb_stat "$d" dispatch_prefetch) + $(kvb_stat "$d" dispatch_expired))) -gt 0
 	ktap_check "$d: writes went through the deferred write queue" \
-		test "$(stat_of "$d" writes_deferred)" -gt 0 -a \
-		"$(stat_of "$d" write_bursts)" -gt 0
-	balanced() {
-		local ins mrg cmp i
-
-		for i in $(seq 50); do
-			[ "$(stat_of "$1" inflight)" = 0 ] && break
-			sleep 0.1
-		done
-		ins=$(stat_of "$1" inserted); mrg=$(stat_of "$1" merged)
-		cmp=$(stat_of "$1" completed)
-		[ "$(stat_of "$1" queued)" = 0 ] && [ "$(stat_of "$1" inflight)" = 0 ] &&
-			[ "$(stat_of "$1" batches_live)" = 0 ] &&
-			[ $((cmp + mrg)) -eq "$ins" ]
-	}
-	ktap_check "$d: all batches closed, accounting balanced" balanced "$d"
+		test "$(kvb_stat "$d" writes_deferred)" -gt 0 -a \
+		"$(kvb_stat "$d" write_bursts)" -gt 0
+	ktap_check "$d: all batches closed, accounting balanced" kvb_balanced "$d"
 	kvb_set_sched "$d" none
 done
 

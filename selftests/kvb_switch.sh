@@ -11,12 +11,7 @@ SWITCHES=${SWITCHES:-50}
 # Long enough for the switches to happen under load on a TCG guest.
 RUNTIME=${RUNTIME:-20}
 
-kvb_require_root
-kvb_require_cmd fio
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_setup || log "null_blk unavailable"
-mapfile -t disks < <(kvb_test_disks)
-[ ${#disks[@]} -gt 0 ] || ktap_exit_skip "no test disk"
+kvb_setup_disks
 modprobe -q kyber-iosched 2>/dev/null
 modprobe -q bfq 2>/dev/null
 

@@ -136,6 +136,41 @@ kvb_nullb_teardown() {
 	modprobe -r null_blk 2>/dev/null || true
 }
 
+# kvb_stat DISK NAME: one counter from kvbatch's debugfs stats.
+kvb_stat() {
+	awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/block/$1/sched/stats"
+}
+
+# kvb_balanced DISK: after the disk went idle, kvbatch holds nothing, every
+# batch has closed, and every request it took either completed exactly
+# once or was merged into another (inserted = completed + merged).
+kvb_balanced() {
+	local d=$1 i ins mrg cmp
+
+	# The last finish_request() may trail fio's exit by a moment.
+	for i in $(seq 50); do
+		[ "$(kvb_stat "$d" inflight)" = 0 ] && [ "$(kvb_stat "$d" queued)" = 0 ] && break
+		sleep 0.1
+	done
+	ins=$(kvb_stat "$d" inserted); mrg=$(kvb_stat "$d" merged)
+	cmp=$(kvb_stat "$d" completed)
+	log "$d: inserted $ins completed $cmp merged $mrg queued $(kvb_stat "$d" queued) inflight $(kvb_stat "$d" inflight) batches_live $(kvb_stat "$d" batches_live)"
+	[ "$(kvb_stat "$d" queued)" = 0 ] && [ "$(kvb_stat "$d" inflight)" = 0 ] &&
+		[ "$(kvb_stat "$d" batches_live)" = 0 ] && [ "$ins" -gt 0 ] &&
+		[ $((cmp + mrg)) -eq "$ins" ]
+}
+
+# Common start of the data tests: root, fio, kvbatch loaded, the default
+# null_blk, and the test disks in the array "disks".
+kvb_setup_disks() {
+	kvb_require_root
+	kvb_require_cmd fio
+	kvb_load || ktap_exit_skip "cannot load kvbatch"
+	kvb_nullb_setup || log "null_blk unavailable"
+	mapfile -t disks < <(kvb_test_disks)
+	[ ${#disks[@]} -gt 0 ] || ktap_exit_skip "no test disk"
+}
+
 # The test disks: the QEMU NVMe namespace and a null_blk device.
 kvb_test_disks() {
 	local d
