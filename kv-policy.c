@@ -250,6 +250,8 @@ static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
 
 	ps->stats.closed[t]++;
 	ps->stats.batch_ns_sum[t] += dur;
+	ps->stats.batch_rqs_sum[t] += b->nr_rqs;
+	ps->stats.batch_bytes_sum[t] += b->bytes;
 	if (dur > ps->stats.batch_ns_max[t])
 		ps->stats.batch_ns_max[t] = dur;
 	ps->stats.hist[t][kvp_hist_bucket(dur)]++;

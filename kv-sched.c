@@ -1046,6 +1046,12 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 						    cs.closed[i] * 1000) : 0);
 		seq_printf(m, "%s_batch_us_max %llu\n", kvb_tier_names[i],
 			   div_u64(cs.batch_ns_max[i], 1000));
+		seq_printf(m, "%s_batch_rqs_mean %llu\n", kvb_tier_names[i],
+			   cs.closed[i] ? div64_u64(cs.batch_rqs_sum[i],
+						    cs.closed[i]) : 0);
+		seq_printf(m, "%s_batch_bytes_mean %llu\n", kvb_tier_names[i],
+			   cs.closed[i] ? div64_u64(cs.batch_bytes_sum[i],
+						    cs.closed[i]) : 0);
 		seq_printf(m, "%s_overflow_rqs %llu\n", kvb_tier_names[i],
 			   cs.overflow_rqs[i]);
 	}

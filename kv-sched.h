@@ -132,6 +132,8 @@ struct kvp_stats {
 	u64	throttled;		/* choices held back by max_inflight */
 	u64	batch_ns_sum[KVB_NR_BATCH_TIERS];
 	u64	batch_ns_max[KVB_NR_BATCH_TIERS];
+	u64	batch_rqs_sum[KVB_NR_BATCH_TIERS];	/* requests of closed batches */
+	u64	batch_bytes_sum[KVB_NR_BATCH_TIERS];
 	u64	hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
 	u32	live;			/* batches open or draining */
 	u32	live_max;
