@@ -45,8 +45,8 @@ else
   KVB_BLOCK_INC	:= $(KSRC_DIR)/block
 endif
 
-SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h scripts
-CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h
+SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h scripts
+CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
 .PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
 	deps clean help print-kernels selftests-bin tools

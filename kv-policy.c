@@ -34,6 +34,14 @@
 
 #include "kv-sched.h"
 
+#ifdef __KERNEL__
+#include "kv_trace.h"
+#else
+#define trace_kvbatch_batch_open(dev, key, tier, seq) do { } while (0)
+#define trace_kvbatch_batch_close(dev, key, tier, seq, n, bytes, dur) \
+	do { } while (0)
+#endif
+
 const char *const kvb_tier_names[KVB_NR_TIERS] = {
 	[KVB_TIER_DEMAND]	= "demand",
 	[KVB_TIER_NORMAL]	= "normal",
@@ -69,6 +77,34 @@ enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync)
 	if (class == KVP_CLASS_RT || KVP_IOPRIO_HINT(ioprio))
 		return KVB_TIER_DEMAND;
 	return KVB_TIER_NORMAL;
+}
+
+u64 kvp_hist_pct(const u64 *hist, unsigned int pct)
+{
+	u64 total = 0, seen = 0, want;
+	unsigned int i;
+
+	for (i = 0; i < KVB_HIST_BUCKETS; i++)
+		total += hist[i];
+	if (!total)
+		return 0;
+	/* Nearest rank: the smallest bucket covering pct% of the samples. */
+	want = (total * pct + 99) / 100;
+	for (i = 0; i < KVB_HIST_BUCKETS; i++) {
+		seen += hist[i];
+		if (seen >= want)
+			break;
+	}
+	return 1ULL << i;
+}
+
+void kvp_stats_reset(struct kvp_sched *ps)
+{
+	u32 live = ps->stats.live;
+
+	memset(&ps->stats, 0, sizeof(ps->stats));
+	ps->stats.live = live;
+	ps->stats.live_max = live;
 }
 
 unsigned int kvp_hist_bucket(u64 ns)
@@ -256,6 +292,8 @@ static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
 		ps->stats.batch_ns_max[t] = dur;
 	ps->stats.hist[t][kvp_hist_bucket(dur)]++;
 	ps->stats.live--;
+	trace_kvbatch_batch_close(ps->dev, b->key, t, b->seq, b->nr_rqs,
+				  b->bytes, dur);
 
 	b->state = KVP_BATCH_FREE;
 	b->hnext = ps->free;
@@ -392,6 +430,7 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 	ps->hash[kvp_hash(ps, key, tier)] = b;
 
 	ps->stats.opened[tier]++;
+	trace_kvbatch_batch_open(ps->dev, key, tier, b->seq);
 	if (++ps->stats.live > ps->stats.live_max)
 		ps->stats.live_max = ps->stats.live;
 	return b;
@@ -597,5 +636,6 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	return none;
 out:
 	ps->stats.dispatched[pick.why]++;
+	ps->stats.dispatched_tier[pick.batch->tier]++;
 	return pick;
 }

@@ -31,6 +31,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/mm.h>
+#include <linux/uaccess.h>
 
 #include <trace/events/block.h>
 
@@ -43,6 +44,9 @@
 
 #include "kv-compat.h"
 #include "kv-sched.h"
+
+#define CREATE_TRACE_POINTS
+#include "kv_trace.h"
 
 /* Batches per device; past this, requests share their tier's overflow. */
 static unsigned int max_batches = 256;
@@ -315,28 +319,33 @@ static struct request *kvb_deferred_from(struct kvb_data *kd, sector_t pos)
 	return res;
 }
 
-static struct request *kvb_pick_request(struct kvb_data *kd, u64 now)
+static struct request *kvb_pick_request(struct kvb_data *kd,
+					struct kvp_pick *pick, u64 now)
 {
-	struct kvp_pick pick = kvp_choose(kd->ps, now);
 	struct kvp_batch *wq = kd->ps->wq;
 	struct request *rq;
 
 	lockdep_assert_held(&kd->lock);
 
-	switch (pick.kind) {
+	*pick = kvp_choose(kd->ps, now);
+	switch (pick->kind) {
 	case KVP_PICK_BATCH:
-		return list_first_entry(&pick.batch->rqs, struct request,
+		return list_first_entry(&pick->batch->rqs, struct request,
 					queuelist);
 	case KVP_PICK_WRITE:
 		/*
 		 * A burst starts at the oldest deferred write, so none waits
 		 * forever, and sweeps upwards in sector order from there.
 		 */
-		if (pick.burst_start)
+		if (pick->burst_start) {
 			rq = list_first_entry(&wq->rqs, struct request,
 					      queuelist);
-		else
+			trace_kvbatch_write_release(kd->ps->dev,
+						    kd->ps->burst_left + 1,
+						    wq->queued, pick->why);
+		} else {
 			rq = kvb_deferred_from(kd, kd->burst_pos);
+		}
 		kd->burst_pos = blk_rq_pos(rq) + blk_rq_sectors(rq);
 		return rq;
 	default:
@@ -347,15 +356,23 @@ static struct request *kvb_pick_request(struct kvb_data *kd, u64 now)
 static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
+	struct kvp_pick pick = { .kind = KVP_PICK_NONE };
 	struct request *rq;
 	unsigned long flags;
 
 	spin_lock_irqsave(&kd->lock, flags);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
 	if (!rq)
-		rq = kvb_pick_request(kd, ktime_get_ns());
+		rq = kvb_pick_request(kd, &pick, ktime_get_ns());
 	if (rq)
 		kvb_start_request(kd, rq);
+	if (rq && pick.kind != KVP_PICK_NONE) {
+		struct kvp_batch *b = pick.batch;
+
+		trace_kvbatch_dispatch(kd->ps->dev, blk_rq_pos(rq),
+				       blk_rq_bytes(rq), b->key, b->tier,
+				       b->seq, pick.why, kvp_pending(b) - 1);
+	}
 	spin_unlock_irqrestore(&kd->lock, flags);
 
 	return rq;
@@ -408,6 +425,9 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 	}
 	list_add_tail(&rq->queuelist, &b->rqs);
 	kvp_rq_queued(kd->ps, b, kvb_head_ns(b));
+	if (tier == KVB_TIER_WRITE)
+		trace_kvbatch_write_defer(kd->ps->dev, blk_rq_pos(rq),
+					  blk_rq_bytes(rq), b->queued);
 }
 
 static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
@@ -519,6 +539,7 @@ static void kvb_depth_sample(struct kvb_data *kd, struct request *rq, u64 now)
 {
 	struct kvb_depth_est *est = &kd->est;
 	u64 lat, span, est_depth;
+	u32 limit;
 
 	lockdep_assert_held(&kd->lock);
 
@@ -535,8 +556,12 @@ static void kvb_depth_sample(struct kvb_data *kd, struct request *rq, u64 now)
 	est->lat_min_ns = est->lat_min_ns ?
 		(3 * est->lat_min_ns + est->win_min_ns) / 4 : est->win_min_ns;
 	est_depth = div64_u64((u64)est->win_done * est->lat_min_ns, span);
-	est->limit = clamp_t(u64, est_depth * 3 / 2 + 2, KVB_AUTO_DEPTH_MIN,
-			     max(kd->sched_depth, KVB_AUTO_DEPTH_MIN));
+	limit = clamp_t(u64, est_depth * 3 / 2 + 2, KVB_AUTO_DEPTH_MIN,
+			max(kd->sched_depth, KVB_AUTO_DEPTH_MIN));
+	if (limit != est->limit)
+		trace_kvbatch_depth(kd->ps->dev, est->limit, limit,
+				    est->lat_min_ns);
+	est->limit = limit;
 	est->win_start = now;
 	est->win_min_ns = 0;
 	est->win_done = 0;
@@ -791,6 +816,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->sort[WRITE] = RB_ROOT;
 	kd->dsort = RB_ROOT;
 	kd->ps = kvp_init(mem, nr);
+	kd->ps->dev = q->disk ? disk_devt(q->disk) : 0;
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;
 	kd->est.limit = KVB_AUTO_DEPTH_START;
@@ -1052,10 +1078,21 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 		seq_printf(m, "%s_batch_bytes_mean %llu\n", kvb_tier_names[i],
 			   cs.closed[i] ? div64_u64(cs.batch_bytes_sum[i],
 						    cs.closed[i]) : 0);
+		seq_printf(m, "%s_batch_us_p50 %llu\n", kvb_tier_names[i],
+			   kvp_hist_pct(cs.hist[i], 50));
+		seq_printf(m, "%s_batch_us_p90 %llu\n", kvb_tier_names[i],
+			   kvp_hist_pct(cs.hist[i], 90));
+		seq_printf(m, "%s_batch_us_p99 %llu\n", kvb_tier_names[i],
+			   kvp_hist_pct(cs.hist[i], 99));
 		seq_printf(m, "%s_overflow_rqs %llu\n", kvb_tier_names[i],
 			   cs.overflow_rqs[i]);
 	}
+	for (i = 0; i < KVB_NR_TIERS; i++)
+		seq_printf(m, "dispatched_%s %llu\n", kvb_tier_names[i],
+			   cs.dispatched_tier[i]);
 	seq_printf(m, "writes_deferred %llu\n", cs.deferred);
+	seq_printf(m, "writes_released %llu\n",
+		   cs.dispatched_tier[KVB_TIER_WRITE]);
 	seq_printf(m, "write_bursts %llu\n", cs.bursts);
 	seq_printf(m, "throttled %llu\n", cs.throttled);
 	seq_printf(m, "batches_live %u\n", cs.live);
@@ -1082,10 +1119,97 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	return 0;
 }
 
+/*
+ * Batch completion-time histogram per tier: one line per non-empty bucket,
+ * "tier <upper bound in µs> count"; a bucket holds [bound / 2, bound).
+ */
+static int kvb_histogram_show(void *data, struct seq_file *m)
+{
+	struct request_queue *q = data;
+	struct kvb_data *kd = q->elevator->elevator_data;
+	u64 hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
+	int t, i;
+
+	spin_lock_irq(&kd->lock);
+	memcpy(hist, kd->ps->stats.hist, sizeof(hist));
+	spin_unlock_irq(&kd->lock);
+
+	for (t = 0; t < KVB_NR_BATCH_TIERS; t++)
+		for (i = 0; i < KVB_HIST_BUCKETS; i++)
+			if (hist[t][i])
+				seq_printf(m, "%s %llu %llu\n",
+					   kvb_tier_names[t], 1ULL << i,
+					   hist[t][i]);
+	return 0;
+}
+
+/* Requests queued in kvbatch and in flight, per tier. */
+static int kvb_tiers_show(void *data, struct seq_file *m)
+{
+	struct request_queue *q = data;
+	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvp_tier tiers[KVB_NR_TIERS];
+	int t;
+
+	spin_lock_irq(&kd->lock);
+	memcpy(tiers, kd->ps->tier, sizeof(tiers));
+	spin_unlock_irq(&kd->lock);
+
+	for (t = 0; t < KVB_NR_TIERS; t++)
+		seq_printf(m, "%s queued %u inflight %u batches %u\n",
+			   kvb_tier_names[t], tiers[t].queued,
+			   tiers[t].inflight, tiers[t].work.n);
+	return 0;
+}
+
+/* The deferred write queue, oldest first. */
+static int kvb_deferred_show(void *data, struct seq_file *m)
+{
+	struct request_queue *q = data;
+	struct kvb_data *kd = q->elevator->elevator_data;
+	struct request *rq;
+
+	spin_lock_irq(&kd->lock);
+	list_for_each_entry(rq, &kd->ps->wq->rqs, queuelist)
+		__blk_mq_debugfs_rq_show(m, rq);
+	spin_unlock_irq(&kd->lock);
+	return 0;
+}
+
+static int kvb_reset_stats_show(void *data, struct seq_file *m)
+{
+	seq_puts(m, "write 1 to zero the counters in stats and histogram\n");
+	return 0;
+}
+
+/* Zero the statistics; gauges (queued, in flight, live batches) stay. */
+static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
+				     size_t count, loff_t *ppos)
+{
+	struct request_queue *q = data;
+	struct kvb_data *kd = q->elevator->elevator_data;
+	char c[3] = { };
+
+	if (count < 1 || count > 2 || copy_from_user(c, buf, count))
+		return -EINVAL;
+	if (c[0] != '1' || (count == 2 && c[1] != '\n'))
+		return -EINVAL;
+
+	spin_lock_irq(&kd->lock);
+	memset(&kd->stats, 0, sizeof(kd->stats));
+	kvp_stats_reset(kd->ps);
+	spin_unlock_irq(&kd->lock);
+	return count;
+}
+
 static const struct blk_mq_debugfs_attr kvb_queue_debugfs_attrs[] = {
 	{"dispatch", 0400, kvb_dispatch_show},
 	{"batches", 0400, kvb_batches_show},
+	{"tiers", 0400, kvb_tiers_show},
+	{"deferred", 0400, kvb_deferred_show},
 	{"stats", 0400, kvb_stats_show},
+	{"histogram", 0400, kvb_histogram_show},
+	{"reset_stats", 0600, kvb_reset_stats_show, kvb_reset_stats_write},
 	{"depth", 0400, kvb_depth_show},
 	{},
 };

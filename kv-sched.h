@@ -127,6 +127,7 @@ struct kvp_stats {
 	u64	closed[KVB_NR_BATCH_TIERS];
 	u64	overflow_rqs[KVB_NR_BATCH_TIERS];
 	u64	dispatched[KVB_NR_REASONS];
+	u64	dispatched_tier[KVB_NR_TIERS];
 	u64	deferred;		/* writes queued for deferral */
 	u64	bursts;			/* write bursts started */
 	u64	throttled;		/* choices held back by max_inflight */
@@ -155,6 +156,7 @@ struct kvp_tier {
 
 struct kvp_sched {
 	struct kvp_params	p;
+	u32			dev;		/* for tracepoints (dev_t) */
 	struct kvp_tier		tier[KVB_NR_TIERS];
 	/* Per-tier overflow batches, then the write queue: always present. */
 	struct kvp_batch	fixed[KVB_NR_TIERS];
@@ -235,6 +237,10 @@ static inline u32 kvp_pending(const struct kvp_batch *b)
 }
 
 unsigned int kvp_hist_bucket(u64 ns);
+/* Upper bound, in µs, of the bucket holding the @pct-th percentile. */
+u64 kvp_hist_pct(const u64 *hist, unsigned int pct);
+/* Zero the counters; gauges (live batches) keep their value. */
+void kvp_stats_reset(struct kvp_sched *ps);
 
 extern const char *const kvb_tier_names[KVB_NR_TIERS];
 extern const char *const kvb_reason_names[KVB_NR_REASONS];

@@ -238,12 +238,22 @@ struct bench {
 
 static struct req *get_req(struct bench *b)
 {
+	struct req *r;
+
 	if (!b->nr_free) {
 		fprintf(stderr, "kvbench: more than %d requests outstanding\n",
 			MAX_DEPTH);
 		exit(1);
 	}
-	return b->free[--b->nr_free];
+	r = b->free[--b->nr_free];
+	if (!r->buf) {
+		if (posix_memalign((void **)&r->buf, 4096, o.bs)) {
+			perror("posix_memalign");
+			exit(1);
+		}
+		memset(r->buf, 0x5a, o.bs);
+	}
+	return r;
 }
 
 /* Regions: demand and background reads use the first 3/4, writes the rest. */
@@ -381,14 +391,9 @@ static void bench_setup(struct bench *b)
 		fprintf(stderr, "kvbench: io_uring: %s\n", strerror(-ret));
 		exit(1);
 	}
-	for (i = 0; i < MAX_DEPTH; i++) {
-		if (posix_memalign((void **)&b->reqs[i].buf, 4096, o.bs)) {
-			perror("posix_memalign");
-			exit(1);
-		}
-		memset(b->reqs[i].buf, 0x5a, o.bs);
+	/* Buffers are allocated on first use: memory follows the peak depth. */
+	for (i = MAX_DEPTH; i-- > 0; )
 		b->free[b->nr_free++] = &b->reqs[i];
-	}
 }
 
 /* Median completion of solo batches of each size on the idle device. */

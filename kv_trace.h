@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvbatch tracepoints: tracepoint:kvbatch:* in bpftrace, events/kvbatch/ in
+ * tracefs. Every event starts with the device, printed as major,minor like
+ * the block layer's events. Disabled tracepoints cost a patched-out branch.
+ */
+#undef TRACE_SYSTEM
+#define TRACE_SYSTEM kvbatch
+
+#if !defined(_KV_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
+#define _KV_TRACE_H
+
+#include <linux/tracepoint.h>
+
+#define kvb_show_tier(t)						\
+	__print_symbolic(t, { 0, "demand" }, { 1, "normal" },		\
+			 { 2, "prefetch" }, { 3, "write" })
+
+#define kvb_show_reason(r)						\
+	__print_symbolic(r, { 0, "expired" }, { 1, "tail" },		\
+			 { 2, "foreign" }, { 3, "prefetch" },		\
+			 { 4, "write_burst" })
+
+/* A batch opened: the first request of a key with nothing pending. */
+TRACE_EVENT(kvbatch_batch_open,
+	    TP_PROTO(dev_t dev, u64 key, int tier, u32 seq),
+	    TP_ARGS(dev, key, tier, seq),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(u64, key)
+			     __field(int, tier)
+			     __field(u32, seq)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->key = key;
+			   __entry->tier = tier;
+			   __entry->seq = seq;),
+	    TP_printk("%d,%d key=%#llx tier=%s seq=%u",
+		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->key,
+		      kvb_show_tier(__entry->tier), __entry->seq)
+);
+
+/* A batch closed: its last request completed (after batch_window_us). */
+TRACE_EVENT(kvbatch_batch_close,
+	    TP_PROTO(dev_t dev, u64 key, int tier, u32 seq, u32 nr_rqs,
+		     u64 bytes, u64 duration_ns),
+	    TP_ARGS(dev, key, tier, seq, nr_rqs, bytes, duration_ns),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(u64, key)
+			     __field(int, tier)
+			     __field(u32, seq)
+			     __field(u32, nr_rqs)
+			     __field(u64, bytes)
+			     __field(u64, duration_ns)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->key = key;
+			   __entry->tier = tier;
+			   __entry->seq = seq;
+			   __entry->nr_rqs = nr_rqs;
+			   __entry->bytes = bytes;
+			   __entry->duration_ns = duration_ns;),
+	    TP_printk("%d,%d key=%#llx tier=%s seq=%u requests=%u bytes=%llu duration_us=%llu",
+		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->key,
+		      kvb_show_tier(__entry->tier), __entry->seq, __entry->nr_rqs,
+		      __entry->bytes, __entry->duration_ns / 1000)
+);
+
+/*
+ * A request chosen by the policy and handed to the driver; pending is
+ * what its batch still has queued or in flight after this one.
+ */
+TRACE_EVENT(kvbatch_dispatch,
+	    TP_PROTO(dev_t dev, sector_t sector, u32 bytes, u64 key, int tier,
+		     u32 seq, int reason, u32 pending),
+	    TP_ARGS(dev, sector, bytes, key, tier, seq, reason, pending),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(sector_t, sector)
+			     __field(u32, bytes)
+			     __field(u64, key)
+			     __field(int, tier)
+			     __field(u32, seq)
+			     __field(int, reason)
+			     __field(u32, pending)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->sector = sector;
+			   __entry->bytes = bytes;
+			   __entry->key = key;
+			   __entry->tier = tier;
+			   __entry->seq = seq;
+			   __entry->reason = reason;
+			   __entry->pending = pending;),
+	    TP_printk("%d,%d sector=%llu bytes=%u key=%#llx tier=%s seq=%u reason=%s pending=%u",
+		      MAJOR(__entry->dev), MINOR(__entry->dev),
+		      (unsigned long long)__entry->sector, __entry->bytes,
+		      __entry->key, kvb_show_tier(__entry->tier), __entry->seq,
+		      kvb_show_reason(__entry->reason), __entry->pending)
+);
+
+/* A write entered the deferred write queue; deferred counts it. */
+TRACE_EVENT(kvbatch_write_defer,
+	    TP_PROTO(dev_t dev, sector_t sector, u32 bytes, u32 deferred),
+	    TP_ARGS(dev, sector, bytes, deferred),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(sector_t, sector)
+			     __field(u32, bytes)
+			     __field(u32, deferred)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->sector = sector;
+			   __entry->bytes = bytes;
+			   __entry->deferred = deferred;),
+	    TP_printk("%d,%d sector=%llu bytes=%u deferred=%u",
+		      MAJOR(__entry->dev), MINOR(__entry->dev),
+		      (unsigned long long)__entry->sector, __entry->bytes,
+		      __entry->deferred)
+);
+
+/* A burst of deferred writes was released. */
+TRACE_EVENT(kvbatch_write_release,
+	    TP_PROTO(dev_t dev, u32 burst, u32 deferred, int reason),
+	    TP_ARGS(dev, burst, deferred, reason),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(u32, burst)
+			     __field(u32, deferred)
+			     __field(int, reason)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->burst = burst;
+			   __entry->deferred = deferred;
+			   __entry->reason = reason;),
+	    TP_printk("%d,%d burst=%u deferred=%u reason=%s",
+		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->burst,
+		      __entry->deferred, kvb_show_reason(__entry->reason))
+);
+
+/* The automatic max_inflight changed. */
+TRACE_EVENT(kvbatch_depth,
+	    TP_PROTO(dev_t dev, u32 old_limit, u32 new_limit, u64 service_ns),
+	    TP_ARGS(dev, old_limit, new_limit, service_ns),
+	    TP_STRUCT__entry(__field(dev_t, dev)
+			     __field(u32, old_limit)
+			     __field(u32, new_limit)
+			     __field(u64, service_ns)),
+	    TP_fast_assign(__entry->dev = dev;
+			   __entry->old_limit = old_limit;
+			   __entry->new_limit = new_limit;
+			   __entry->service_ns = service_ns;),
+	    TP_printk("%d,%d max_inflight %u -> %u service_us=%llu",
+		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->old_limit,
+		      __entry->new_limit, __entry->service_ns / 1000)
+);
+
+#endif /* _KV_TRACE_H */
+
+#undef TRACE_INCLUDE_PATH
+#define TRACE_INCLUDE_PATH .
+#undef TRACE_INCLUDE_FILE
+#define TRACE_INCLUDE_FILE kv_trace
+#include <trace/define_trace.h>
