@@ -110,7 +110,7 @@ dbg=/sys/kernel/debug/block/$disk/sched
 debugfs_files() {
 	local f
 
-	for f in stats depth dispatch batches; do
+	for f in stats depth dispatch batches tiers deferred histogram reset_stats; do
 		[ -r "$dbg/$f" ] || { log "missing $dbg/$f"; return 1; }
 		cat "$dbg/$f" > /dev/null || return 1
 	done
