@@ -10,6 +10,7 @@
 #   make unit                  policy core unit tests (userspace)
 #   make tools                 build/tools/kvbench (load generator)
 #   make demo                  the main job: boot a guest, use kvbatch, fio
+#   make install / uninstall   put kvbatch.ko in /lib/modules/<ver>/updates
 #   make checkpatch sparse     static checks
 #   make clean
 
@@ -49,7 +50,8 @@ SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h scri
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
 .PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
-	deps clean help print-kernels selftests-bin tools
+	deps clean help print-kernels selftests-bin tools \
+	install uninstall
 
 all: modules
 
@@ -57,7 +59,7 @@ print-kernels:
 	@echo $(SUPPORTED_KRELS)
 
 help:
-	@sed -n '3,14p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,15p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/scripts/install-deps.sh
@@ -82,6 +84,20 @@ all-kernels:
 	@for k in $(SUPPORTED_KRELS); do \
 		$(MAKE) -C $(TOP) --no-print-directory KERNELRELEASE=$$k modules || exit 1; \
 	done
+
+# Install where modprobe (and the block layer's request_module of
+# "kvbatch-iosched") finds it: the updates/ tree has precedence over the
+# kernel's own modules. DESTDIR installs into a staging root, without depmod.
+MODDIR		= $(DESTDIR)/lib/modules/$(KREL)/updates
+
+install:
+	@test -f $(OBJDIR)/kvbatch.ko || { echo "kvbatch: $(OBJDIR)/kvbatch.ko not built: run make KERNELRELEASE=$(KREL) first" >&2; exit 1; }
+	install -D -m 0644 $(OBJDIR)/kvbatch.ko $(MODDIR)/kvbatch.ko
+	$(if $(DESTDIR),,depmod -a $(KREL))
+
+uninstall:
+	rm -f $(MODDIR)/kvbatch.ko
+	$(if $(DESTDIR),,depmod -a $(KREL))
 
 # checkpatch.pl comes from the kernel source package of the target kernel.
 checkpatch: prepare

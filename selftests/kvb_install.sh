@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# make install / make uninstall, used the way an operator would: install
+# into /lib/modules/<ver>/updates (the guest root is a throw-away overlay),
+# then with no manual insmod "echo kvbatch > .../scheduler" must load the
+# module through its alias; uninstall must leave nothing behind. Then the
+# operator fio jobs of tools/fio run against kvbatch and two peers.
+source "$(dirname "$0")/lib.sh"
+
+krel=$(uname -r)
+dst=/lib/modules/$krel/updates/kvbatch.ko
+
+kvb_require_root
+kvb_require_cmd make depmod modinfo fio
+[ -f "$KVB_KO" ] || ktap_exit_skip "no module at $KVB_KO (run make)"
+[ -e "$dst" ] && ktap_exit_skip "$dst already exists; not touching it"
+[ -b /dev/nvme0n1 ] || ktap_exit_skip "no /dev/nvme0n1"
+
+ktap_print_header
+ktap_set_plan 9
+
+# The guest is fresh: nothing selects kvbatch yet, so it can be unloaded.
+unload() {
+	local d
+
+	for d in /sys/block/*/queue/scheduler; do
+		grep -q '\[kvbatch\]' "$d" && echo none > "$d"
+	done
+	! kvb_loaded || rmmod kvbatch
+}
+ktap_check "kvbatch unloaded before installing" unload
+
+install_it() {
+	make -s -C "$KVB_ROOT" --no-print-directory KERNELRELEASE="$krel" \
+		install > "$KVB_SCRATCH/install.log" 2>&1 ||
+		{ sed 's/^/# /' "$KVB_SCRATCH/install.log"; return 1; }
+	[ -f "$dst" ] && [ "$(modinfo -n kvbatch)" = "$dst" ]
+}
+ktap_check "make install puts kvbatch.ko where modprobe finds it" install_it
+
+autoload() {
+	echo kvbatch > /sys/block/nvme0n1/queue/scheduler || return 1
+	kvb_loaded && [ "$(kvb_sched_of nvme0n1)" = kvbatch ]
+}
+ktap_check "echo kvbatch > scheduler loads the installed module" autoload
+log "$(cat /sys/block/nvme0n1/queue/scheduler)"
+
+modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=4 \
+	irqmode=2 completion_nsec=100000 gb=1
+udevadm settle 2>/dev/null || true
+seedjobs() {
+	local s=$1 f
+
+	kvb_set_sched nullb0 "$s" || return 1
+	[ "$s" = none ] || echo 256 > /sys/block/nullb0/queue/nr_requests
+	for f in "$KVB_ROOT"/tools/fio/seed*.fio; do
+		(cd "$KVB_SCRATCH" && DEV=/dev/nullb0 RUNTIME=3 fio \
+			--output="$KVB_SCRATCH/$(basename "$f").$s.log" "$f") ||
+			{ log "$f under $s failed"; return 1; }
+	done
+	grep -h -E '^ *(high|low) prio' "$KVB_SCRATCH"/seed1-tail.fio."$s".log \
+		2>/dev/null | head -2 | sed "s/^/# $s: /"
+	return 0
+}
+for s in kvbatch mq-deadline none; do
+	ktap_check "tools/fio seed jobs run under $s" seedjobs "$s"
+done
+kvb_set_sched nullb0 none
+modprobe -r null_blk
+
+uninstall_it() {
+	echo none > /sys/block/nvme0n1/queue/scheduler || return 1
+	rmmod kvbatch || return 1
+	make -s -C "$KVB_ROOT" --no-print-directory KERNELRELEASE="$krel" \
+		uninstall > "$KVB_SCRATCH/uninstall.log" 2>&1 || return 1
+	[ ! -e "$dst" ]
+}
+ktap_check "make uninstall removes the module" uninstall_it
+ktap_check "nothing left: modprobe no longer finds kvbatch" \
+	bash -c '! modprobe -n kvbatch 2>/dev/null'
+# Leave the module loaded for the tests that follow, as kvvm did.
+ktap_check "the built module loads again" kvb_load
+kvb_nullb_teardown
+ktap_finished
