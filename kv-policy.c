@@ -327,12 +327,20 @@ void kvp_reap(struct kvp_sched *ps, u64 now)
 		kvp_batch_finish(ps, ps->drain_head);
 }
 
-unsigned long kvp_size(u32 nr_batches)
+/* Hash buckets: the next power of two at or above the pool size. */
+static u32 kvp_hash_bits(u32 nr_batches)
 {
 	u32 bits = 1;
 
 	while ((1U << bits) < nr_batches)
 		bits++;
+	return bits;
+}
+
+unsigned long kvp_size(u32 nr_batches)
+{
+	u32 bits = kvp_hash_bits(nr_batches);
+
 	/* The scheduler, the pool, two heaps per batch tier, the hash. */
 	return sizeof(struct kvp_sched) +
 		nr_batches * sizeof(struct kvp_batch) +
@@ -362,9 +370,7 @@ struct kvp_sched *kvp_init(void *mem, u32 nr_batches)
 		p += (nr_batches + 1) * sizeof(struct kvp_batch *);
 	}
 	ps->hash = (struct kvp_batch **)p;
-	ps->hash_bits = 1;
-	while ((1U << ps->hash_bits) < nr_batches)
-		ps->hash_bits++;
+	ps->hash_bits = kvp_hash_bits(nr_batches);
 	memset(ps->hash, 0, (1UL << ps->hash_bits) * sizeof(*ps->hash));
 
 	for (i = nr_batches; i-- > 0; ) {
@@ -458,11 +464,26 @@ static void kvp_set_head(struct kvp_sched *ps, struct kvp_batch *b,
 	}
 }
 
+/*
+ * Move one request between the batch's queued and in-flight counts (each
+ * delta is -1, 0 or +1), keeping the tier's and the scheduler's totals.
+ */
+static void kvp_count(struct kvp_sched *ps, struct kvp_batch *b, int dq,
+		      int di)
+{
+	struct kvp_tier *tier = &ps->tier[b->tier];
+
+	b->queued += dq;
+	tier->queued += dq;
+	ps->queued += dq;
+	b->inflight += di;
+	tier->inflight += di;
+	ps->inflight += di;
+}
+
 void kvp_rq_queued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 {
-	b->queued++;
-	ps->tier[b->tier].queued++;
-	ps->queued++;
+	kvp_count(ps, b, 1, 0);
 	if (b == ps->wq)
 		ps->stats.deferred++;
 	kvp_set_head(ps, b, head_ns);
@@ -471,9 +492,7 @@ void kvp_rq_queued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
 		     u64 now)
 {
-	b->queued--;
-	ps->tier[b->tier].queued--;
-	ps->queued--;
+	kvp_count(ps, b, -1, 0);
 	/* A write merged away mid-burst shortens the burst with it. */
 	if (b == ps->wq && ps->burst_left > b->queued)
 		ps->burst_left = b->queued;
@@ -485,33 +504,21 @@ void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
 void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
 		       u64 head_ns, u32 bytes)
 {
-	b->queued--;
-	b->inflight++;
+	kvp_count(ps, b, -1, 1);
 	b->nr_rqs++;
 	b->bytes += bytes;
-	ps->tier[b->tier].queued--;
-	ps->tier[b->tier].inflight++;
-	ps->queued--;
-	ps->inflight++;
 	kvp_set_head(ps, b, head_ns);
 }
 
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 {
-	b->inflight--;
-	b->queued++;
-	ps->tier[b->tier].inflight--;
-	ps->tier[b->tier].queued++;
-	ps->inflight--;
-	ps->queued++;
+	kvp_count(ps, b, 1, -1);
 	kvp_set_head(ps, b, head_ns);
 }
 
 void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
 {
-	b->inflight--;
-	ps->tier[b->tier].inflight--;
-	ps->inflight--;
+	kvp_count(ps, b, 0, -1);
 	if (b->queued)
 		kvp_heap_fix(&ps->tier[b->tier].work, b);
 	else if (!b->inflight)

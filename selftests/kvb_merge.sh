@@ -11,11 +11,9 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_load || ktap_exit_skip "cannot load kvbatch"
-[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
 [ -x "$KVB_ROOT/build/selftests/kvb_seqio" ] || ktap_exit_skip "kvb_seqio not built (make selftests-bin)"
-modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=2 \
-	memory_backed=1 gb=1 irqmode=2 completion_nsec=2000000 ||
-	ktap_exit_skip "cannot load null_blk"
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=2 memory_backed=1 gb=1 \
+	irqmode=2 completion_nsec=2000000
 udevadm settle 2>/dev/null || true
 
 ktap_print_header

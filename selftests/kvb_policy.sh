@@ -14,11 +14,8 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_load || ktap_exit_skip "cannot load kvbatch"
-[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
-modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=4 \
-	memory_backed=1 gb=1 irqmode=2 completion_nsec=1000000 ||
-	ktap_exit_skip "cannot load null_blk"
-udevadm settle 2>/dev/null || true
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 memory_backed=1 gb=1 \
+	irqmode=2 completion_nsec=1000000
 mapfile -t disks < <(kvb_test_disks)
 
 ktap_print_header

@@ -20,10 +20,8 @@ kvb_require_cmd bpftrace
 kvb_load || ktap_exit_skip "cannot load kvbatch"
 [ -d /sys/kernel/tracing/events/kvbatch ] ||
 	ktap_exit_skip "no kvbatch trace events (module force-loaded?)"
-[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
-modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=4 \
-	irqmode=2 completion_nsec=1000000 gb=1 || ktap_exit_skip "cannot load null_blk"
-udevadm settle 2>/dev/null || true
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
+	completion_nsec=1000000 gb=1
 
 ktap_print_header
 ktap_set_plan 18

@@ -11,11 +11,8 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_load || ktap_exit_skip "cannot load kvbatch"
-[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
-modprobe null_blk nr_devices=1 queue_mode=2 zoned=1 zone_size=16 \
-	memory_backed=1 gb=1 irqmode=2 completion_nsec=20000 hw_queue_depth=8 ||
-	ktap_exit_skip "null_blk without zoned support"
-udevadm settle 2>/dev/null || true
+kvb_nullb_fresh zoned=1 zone_size=16 memory_backed=1 gb=1 irqmode=2 \
+	completion_nsec=20000 hw_queue_depth=8
 [ "$(cat /sys/block/nullb0/queue/zoned 2>/dev/null)" = host-managed ] ||
 	ktap_exit_skip "nullb0 is not host-managed"
 

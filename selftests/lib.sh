@@ -126,6 +126,17 @@ kvb_nullb_setup() {
 	[ -b /dev/nullb0 ]
 }
 
+# kvb_nullb_fresh PARAM...: load null_blk (one queue_mode=2 device) with
+# exactly the test's own parameters, or skip the test: a null_blk already
+# loaded would have someone else's shape.
+kvb_nullb_fresh() {
+	[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
+	modprobe null_blk nr_devices=1 queue_mode=2 "$@" ||
+		ktap_exit_skip "cannot load null_blk $*"
+	udevadm settle 2>/dev/null || true
+	[ -b /dev/nullb0 ] || ktap_exit_skip "nullb0 did not appear"
+}
+
 kvb_nullb_teardown() {
 	local d
 
