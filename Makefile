@@ -11,6 +11,7 @@
 #   make tools                 build/tools/kvbench (load generator)
 #   make demo                  the main job: boot a guest, use kvbatch, fio
 #   make install / uninstall   put kvbatch.ko in /lib/modules/<ver>/updates
+#   make deb                   build/deb/kvbatch-dkms_<ver>_all.deb (DKMS)
 #   make checkpatch sparse     static checks
 #   make clean
 
@@ -51,7 +52,7 @@ CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
 .PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
 	deps clean help print-kernels selftests-bin tools \
-	install uninstall
+	install uninstall deb
 
 all: modules
 
@@ -99,8 +100,30 @@ uninstall:
 	rm -f $(MODDIR)/kvbatch.ko
 	$(if $(DESTDIR),,depmod -a $(KREL))
 
+# The kvbatch-dkms Debian package, built from a copy of exactly the files
+# it ships so that the working tree (and its build cache) is never touched
+# by debhelper.
+DEB_VERSION	:= $(shell sed -n '1s/.*(\(.*\)).*/\1/p' $(TOP)/debian/changelog)
+DEB_FILES	:= $(SOURCES) Makefile dkms.conf debian udev modprobe.d
+DEB_STAGE	:= $(BUILD)/deb/kvbatch-$(DEB_VERSION)
+
+deb:
+	@v=$$(sed -n 's/^#define KVB_VERSION[[:space:]]*"\(.*\)"/\1/p' $(TOP)/kv-sched.h); \
+	d=$$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf); \
+	[ "$$v" = "$(DEB_VERSION)" ] && [ "$$d" = "$(DEB_VERSION)" ] || \
+		{ echo "kvbatch: versions disagree: kv-sched.h $$v, dkms.conf $$d, debian/changelog $(DEB_VERSION)" >&2; exit 1; }
+	rm -rf $(BUILD)/deb
+	mkdir -p $(DEB_STAGE)
+	cd $(TOP) && cp -a $(DEB_FILES) $(DEB_STAGE)/
+	cd $(DEB_STAGE) && dpkg-buildpackage -us -uc -b > ../dpkg-buildpackage.log 2>&1 || \
+		{ tail -30 ../dpkg-buildpackage.log >&2; exit 1; }
+	@echo "  DEB     $(BUILD)/deb/kvbatch-dkms_$(DEB_VERSION)_all.deb"
+
 # checkpatch.pl comes from the kernel source package of the target kernel.
 checkpatch: prepare
+ifeq ($(KSRC),)
+	@$(TOP)/scripts/ksrc-prepare.sh --checkpatch $(KREL) $(KSRC_DIR)
+endif
 	$(KSRC_DIR)/scripts/checkpatch.pl --strict --no-tree --show-types \
 		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG \
 		-f $(addprefix $(TOP)/,$(CSOURCES))
