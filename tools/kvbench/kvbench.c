@@ -6,11 +6,16 @@
  * fio cannot report.
  *
  * One thread, one io_uring, O_DIRECT. Demand recall batches arrive open
- * loop (Poisson) and are submitted all at once, each with its own tag
+ * loop (Poisson, -r batches/s) and/or closed loop (--streams N, each
+ * stream submitting its next batch a think time after the previous one
+ * completed), and are submitted all at once, each with its own tag
  * (ioprio class plus a distinct hint, so each is its own batch to the
- * scheduler). Background roles keep a fixed number of requests
- * outstanding: foreign random reads (untagged, default class), prefetch
- * random reads (IDLE) and writes (IDLE, sequential, in their own region).
+ * scheduler). Batch sizes are a fixed size, a uniform choice from a set,
+ * or a KV-chunk model (tokens x bytes per token / request size).
+ * Background roles keep a fixed number of requests outstanding: foreign
+ * random reads (untagged, default class), prefetch random reads (IDLE)
+ * and sequential writes in their own region, either O_DIRECT (IDLE) or
+ * buffered and pushed to the device as asynchronous writeback.
  *
  * Before the run, each batch size is measured alone on the idle device
  * (its "solo" time); slowdown = completion / solo.
@@ -49,6 +54,10 @@ static const char *const role_names[NR_ROLES] = {
 };
 
 enum tag_mode { TAG_BE_HINT, TAG_RT, TAG_BE, TAG_NONE };
+enum write_mode { WRITE_DIRECT, WRITE_BUFFERED };
+
+#define MAX_STREAMS	256
+#define CDF_POINTS	200	/* batch completion CDF: 0.5% steps */
 
 struct opts {
 	const char *dev;
@@ -59,6 +68,11 @@ struct opts {
 	unsigned int bs;
 	enum tag_mode tag;
 	unsigned int qd[NR_ROLES];	/* background queue depths */
+	enum write_mode write_mode;
+	unsigned int streams;		/* closed-loop demand streams */
+	double think_ms;		/* mean think time between batches */
+	unsigned int kv_tokens[MAX_SIZES];	/* --kv: sizes from tokens */
+	unsigned int kv_bpt;
 	unsigned int solo_runs;
 	uint64_t seed;
 	bool json;
@@ -70,14 +84,32 @@ struct batch {
 	unsigned int size;
 	unsigned int left;
 	unsigned int size_idx;
+	int stream;		/* closed-loop stream, or -1 */
 };
+
+/*
+ * A buffered writer's request is a write into the page cache followed by
+ * a sync_file_range(WRITE | WAIT_AFTER) of the same range: the kernel
+ * writes it back as an asynchronous (not REQ_SYNC) write, which is what a
+ * KV offload's writeback looks like to the scheduler, and the writer
+ * slot is busy until the device has it, so the queue depth stays bounded.
+ */
+enum req_stage { STAGE_IO, STAGE_WRITEBACK };
 
 struct req {
 	enum role role;
+	enum req_stage stage;
 	struct batch *batch;	/* demand only */
 	uint64_t submit_ns;
+	uint64_t off;
 	char *buf;
 	bool busy;
+};
+
+/* Closed-loop streams: each has its own random sequence of sizes. */
+struct stream {
+	uint64_t rng;
+	uint64_t next_ns;	/* next submission, or ~0 while one is out */
 };
 
 /* A growable array of samples (ns) with percentile queries. */
@@ -107,9 +139,10 @@ static void usage(const char *msg)
 		fprintf(stderr, "kvbench: %s\n", msg);
 	fprintf(stderr,
 		"usage: kvbench -d DEV [-t SECONDS] [-r BATCHES_PER_S] [-s SIZE,SIZE,...]\n"
+		"               [--kv TOKENS,...:BYTES_PER_TOKEN] [--streams N] [--think MS]\n"
 		"               [-b BLOCK_SIZE] [--tag be-hint|rt|be|none]\n"
 		"               [--foreign QD] [--prefetch QD] [--write QD]\n"
-		"               [--solo-runs N] [--seed N] [--json]\n");
+		"               [--write-mode direct|buffered] [--solo-runs N] [--seed N] [--json]\n");
 	exit(2);
 }
 
@@ -135,9 +168,15 @@ static uint64_t rnd(void)
 	return rnd_next(&rng_io);
 }
 
-static double rnd_unit(void)
+static double rnd_unit_of(uint64_t *st)
 {
-	return (rnd_next(&rng_trace) >> 11) * (1.0 / 9007199254740992.0);
+	return (rnd_next(st) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* Exponential with the given mean, in ns. */
+static uint64_t rnd_exp_ns(uint64_t *st, double mean_s)
+{
+	return (uint64_t)(-log(1 - rnd_unit_of(st)) * mean_s * 1e9);
 }
 
 static unsigned long parse_num(const char *s, const char *what,
@@ -225,6 +264,7 @@ static double mean(const struct samples *s)
 struct bench {
 	struct io_uring ring;
 	int fd;
+	int wfd;		/* buffered writers' descriptor, or -1 */
 	struct req reqs[MAX_DEPTH];
 	struct req *free[MAX_DEPTH];	/* stack of idle requests */
 	unsigned int nr_free;
@@ -276,6 +316,7 @@ static void prep(struct bench *b, enum role role, struct batch *batch,
 		sqe = io_uring_get_sqe(&b->ring);
 	}
 	r->role = role;
+	r->stage = STAGE_IO;
 	r->batch = batch;
 	r->submit_ns = t;
 	r->busy = true;
@@ -285,11 +326,13 @@ static void prep(struct bench *b, enum role role, struct batch *batch,
 
 		off = base + b->write_pos % (span / o.bs * o.bs);
 		b->write_pos += o.bs;
-		io_uring_prep_write(sqe, b->fd, r->buf, o.bs, off);
+		io_uring_prep_write(sqe, o.write_mode == WRITE_BUFFERED ?
+				    b->wfd : b->fd, r->buf, o.bs, off);
 	} else {
 		off = read_offset();
 		io_uring_prep_read(sqe, b->fd, r->buf, o.bs, off);
 	}
+	r->off = off;
 	sqe->ioprio = ioprio;
 	io_uring_sqe_set_data(sqe, r);
 	b->inflight[role]++;
@@ -349,13 +392,41 @@ static void refill(struct bench *b, uint64_t t)
 		io_uring_submit(&b->ring);
 }
 
+/*
+ * The second stage of a buffered write: write back the range just
+ * written. SYNC_FILE_RANGE_WRITE without WAIT_BEFORE is WB_SYNC_NONE
+ * writeback, so the block layer sees an asynchronous write.
+ */
+static void writeback(struct bench *b, struct req *r)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&b->ring);
+
+	if (!sqe) {
+		io_uring_submit(&b->ring);
+		sqe = io_uring_get_sqe(&b->ring);
+	}
+	r->stage = STAGE_WRITEBACK;
+	io_uring_prep_sync_file_range(sqe, b->wfd, o.bs, r->off,
+				      SYNC_FILE_RANGE_WRITE |
+				      SYNC_FILE_RANGE_WAIT_AFTER);
+	io_uring_sqe_set_data(sqe, r);
+	io_uring_submit(&b->ring);
+}
+
 /* Reap one completion; returns the batch it finished, if any. */
 static struct batch *reap(struct bench *b, struct io_uring_cqe *cqe, uint64_t t)
 {
 	struct req *r = io_uring_cqe_get_data(cqe);
 	struct batch *done = NULL;
+	int want = r->stage == STAGE_WRITEBACK ? 0 : (int)o.bs;
 
-	if (cqe->res != (int)o.bs) {
+	if (r->role == R_WRITE && o.write_mode == WRITE_BUFFERED &&
+	    r->stage == STAGE_IO && cqe->res == want) {
+		io_uring_cqe_seen(&b->ring, cqe);
+		writeback(b, r);
+		return NULL;
+	}
+	if (cqe->res != want) {
 		if (!b->errors)
 			fprintf(stderr, "kvbench: %s I/O failed: %s\n",
 				role_names[r->role],
@@ -385,6 +456,14 @@ static void bench_setup(struct bench *b)
 	if (b->fd < 0) {
 		perror(o.dev);
 		exit(1);
+	}
+	b->wfd = -1;
+	if (o.write_mode == WRITE_BUFFERED) {
+		b->wfd = open(o.dev, O_RDWR);
+		if (b->wfd < 0) {
+			perror(o.dev);
+			exit(1);
+		}
 	}
 	ret = io_uring_queue_init(MAX_DEPTH, &b->ring, 0);
 	if (ret < 0) {
@@ -428,7 +507,7 @@ static void measure_solo(struct bench *b, double *solo_ns)
 
 static void print_ms_row(const char *name, struct samples *s, double scale)
 {
-	printf("  %-16s %7zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", name, s->n,
+	printf("  %-20s %7zu %9.2f %9.2f %9.2f %9.2f %9.2f %9.2f\n", name, s->n,
 	       mean(s) / scale, pct(s, 50) / scale, pct(s, 90) / scale,
 	       pct(s, 99) / scale, pct(s, 99.9) / scale, pct(s, 100) / scale);
 }
@@ -442,6 +521,68 @@ static void json_dist(const char *name, struct samples *s, double scale,
 	       pct(s, 100) / scale, comma ? "," : "");
 }
 
+/*
+ * Batches live until the end of the run (requests point at them), so they
+ * come from fixed chunks that are never moved.
+ */
+#define BATCH_CHUNK	4096
+
+static struct batch **batch_chunks;
+static size_t nr_batches, nr_chunks;
+
+static struct batch *new_batch(void)
+{
+	if (nr_batches == nr_chunks * BATCH_CHUNK) {
+		batch_chunks = realloc(batch_chunks,
+				       (nr_chunks + 1) * sizeof(*batch_chunks));
+		if (!batch_chunks)
+			goto oom;
+		batch_chunks[nr_chunks] = calloc(BATCH_CHUNK,
+						 sizeof(struct batch));
+		if (!batch_chunks[nr_chunks])
+			goto oom;
+		nr_chunks++;
+	}
+	nr_batches++;
+	return &batch_chunks[(nr_batches - 1) / BATCH_CHUNK]
+		[(nr_batches - 1) % BATCH_CHUNK];
+oom:
+	perror("kvbench: batches");
+	exit(1);
+}
+
+/* --kv TOKENS,...:BYTES_PER_TOKEN -> batch sizes, in requests. */
+static void parse_kv(char *arg)
+{
+	char *colon = strrchr(arg, ':'), *tok, *save;
+	unsigned int n = 0, i;
+
+	if (!colon)
+		usage("--kv needs TOKENS,...:BYTES_PER_TOKEN");
+	*colon = '\0';
+	o.kv_bpt = parse_num(colon + 1, "bytes per token", 1, 16 << 20);
+	for (tok = strtok_r(arg, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_SIZES)
+			usage("too many token counts");
+		o.kv_tokens[n++] = parse_num(tok, "token count", 1, 1 << 24);
+	}
+	if (!n)
+		usage("--kv needs at least one token count");
+	o.nr_sizes = n;
+	for (i = 0; i < n; i++) {
+		uint64_t bytes = (uint64_t)o.kv_tokens[i] * o.kv_bpt;
+		uint64_t reqs = (bytes + o.bs - 1) / o.bs;
+
+		if (reqs > 1024) {
+			fprintf(stderr, "kvbench: --kv %u tokens x %u bytes is %" PRIu64 " requests of %u bytes (at most 1024)\n",
+				o.kv_tokens[i], o.kv_bpt, reqs, o.bs);
+			usage(NULL);
+		}
+		o.sizes[i] = reqs;
+	}
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -452,17 +593,21 @@ int main(int argc, char **argv)
 		{ "solo-runs", required_argument, NULL, 'S' },
 		{ "seed", required_argument, NULL, 'E' },
 		{ "json", no_argument, NULL, 'J' },
+		{ "kv", required_argument, NULL, 'K' },
+		{ "streams", required_argument, NULL, 'N' },
+		{ "think", required_argument, NULL, 'H' },
+		{ "write-mode", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct samples comp = { 0 }, slow = { 0 }, by_size[MAX_SIZES] = { 0 };
 	double solo_ns[MAX_SIZES];
-	struct batch *batches;
-	size_t nr_batches = 0, cap, i;
+	struct stream streams[MAX_STREAMS];
+	size_t i, open_batches = 0;
 	uint64_t start, end, next_arrival, t;
 	struct bench *b;
 	int c, role;
-	char *tok, *save;
+	char *tok, *save, *kv_arg = NULL;
 
 	while ((c = getopt_long(argc, argv, "d:t:r:s:b:h", lopts, NULL)) != -1) {
 		switch (c) {
@@ -504,6 +649,17 @@ int main(int argc, char **argv)
 		case 'S': o.solo_runs = parse_num(optarg, "solo runs", 1, 1000); break;
 		case 'E': o.seed = parse_num(optarg, "seed", 0, ~0UL); break;
 		case 'J': o.json = true; break;
+		case 'K': kv_arg = optarg; break;
+		case 'N': o.streams = parse_num(optarg, "streams", 0, MAX_STREAMS); break;
+		case 'H': o.think_ms = parse_double(optarg, "think time", 0, 60000); break;
+		case 'M':
+			if (!strcmp(optarg, "direct"))
+				o.write_mode = WRITE_DIRECT;
+			else if (!strcmp(optarg, "buffered"))
+				o.write_mode = WRITE_BUFFERED;
+			else
+				usage("--write-mode must be direct or buffered");
+			break;
 		default: usage(NULL);
 		}
 	}
@@ -511,6 +667,9 @@ int main(int argc, char **argv)
 		usage("unexpected argument");
 	if (!o.dev)
 		usage("-d DEV is required");
+	/* After -b, which the KV model divides by. */
+	if (kv_arg)
+		parse_kv(kv_arg);
 	rng_trace = o.seed * 0x9e3779b97f4a7c15ULL + 1;
 	rng_io = o.seed * 0xbf58476d1ce4e5b9ULL + 7;
 
@@ -530,44 +689,58 @@ int main(int argc, char **argv)
 
 	measure_solo(b, solo_ns);
 
-	cap = (size_t)(o.rate * o.seconds * 2) + 64;
-	batches = calloc(cap, sizeof(*batches));
-	if (!batches)
-		return 1;
-
 	start = now_ns();
 	end = start + (uint64_t)(o.seconds * 1e9);
 	next_arrival = o.rate > 0 ?
-		start + (uint64_t)(-log(1 - rnd_unit()) / o.rate * 1e9) : ~0ULL;
+		start + rnd_exp_ns(&rng_trace, 1 / o.rate) : ~0ULL;
+	for (i = 0; i < o.streams; i++) {
+		streams[i].rng = (o.seed + 1) * 0xd1b54a32d192ed03ULL + i * 0x94d049bb133111ebULL + 1;
+		/* Spread the streams' first batches over one think time. */
+		streams[i].next_ns = start + (o.think_ms > 0 ?
+			(uint64_t)(rnd_unit_of(&streams[i].rng) * o.think_ms * 1e6) : 0);
+	}
 	refill(b, start);
 	for (;;) {
 		struct io_uring_cqe *cqe;
 		struct __kernel_timespec ts;
-		uint64_t wait;
+		uint64_t wait, next;
 		struct batch *done;
-		bool demand_left = false;
 
 		t = now_ns();
-		while (t >= next_arrival && next_arrival < end && nr_batches < cap) {
-			struct batch *bt = &batches[nr_batches++];
+		while (t >= next_arrival && next_arrival < end) {
+			struct batch *bt = new_batch();
 
+			bt->stream = -1;
 			bt->size_idx = rnd_next(&rng_trace) % o.nr_sizes;
 			bt->size = o.sizes[bt->size_idx];
 			submit_batch(b, bt, next_arrival);
-			next_arrival += (uint64_t)(-log(1 - rnd_unit()) /
-						   o.rate * 1e9);
+			open_batches++;
+			next_arrival += rnd_exp_ns(&rng_trace, 1 / o.rate);
+		}
+		next = next_arrival;
+		for (i = 0; i < o.streams; i++) {
+			struct stream *st = &streams[i];
+
+			if (st->next_ns <= t && st->next_ns < end) {
+				struct batch *bt = new_batch();
+
+				bt->stream = i;
+				bt->size_idx = rnd_next(&st->rng) % o.nr_sizes;
+				bt->size = o.sizes[bt->size_idx];
+				submit_batch(b, bt, t);
+				open_batches++;
+				st->next_ns = ~0ULL;
+			}
+			if (st->next_ns < next)
+				next = st->next_ns;
 		}
 		if (t >= end) {
-			for (i = 0; i < nr_batches; i++)
-				if (!batches[i].done_ns)
-					demand_left = true;
-			if (!demand_left)
+			if (!open_batches)
 				break;
 		} else {
 			refill(b, t);
 		}
-		wait = next_arrival < end && next_arrival > t ?
-			next_arrival - t : 1000000;
+		wait = next < end && next > t ? next - t : 1000000;
 		ts.tv_sec = wait / 1000000000ULL;
 		ts.tv_nsec = wait % 1000000000ULL;
 		if (io_uring_wait_cqe_timeout(&b->ring, &cqe, &ts) < 0)
@@ -578,10 +751,17 @@ int main(int argc, char **argv)
 			if (done) {
 				uint64_t d = done->done_ns - done->submit_ns;
 
+				open_batches--;
 				samples_add(&comp, d);
 				samples_add(&by_size[done->size_idx], d);
 				samples_add(&slow, (uint64_t)(1000.0 * d /
 					    solo_ns[done->size_idx]));
+				if (done->stream >= 0) {
+					struct stream *st = &streams[done->stream];
+
+					st->next_ns = t + (o.think_ms > 0 ?
+						rnd_exp_ns(&st->rng, o.think_ms / 1e3) : 0);
+				}
 			}
 		} while (io_uring_peek_cqe(&b->ring, &cqe) == 0);
 	}
@@ -599,8 +779,29 @@ int main(int argc, char **argv)
 	if (o.json) {
 		double secs = (t - start) / 1e9;
 
-		printf("{\n  \"device\": \"%s\", \"seconds\": %.3f, \"rate\": %g, \"bs\": %u, \"seed\": %" PRIu64 ", \"errors\": %" PRIu64 ",\n",
-		       o.dev, secs, o.rate, o.bs, o.seed, b->errors);
+		printf("{\n  \"device\": \"%s\", \"seconds\": %.3f, \"rate\": %g, \"streams\": %u, \"think_ms\": %g, \"bs\": %u, \"seed\": %" PRIu64 ", \"errors\": %" PRIu64 ",\n",
+		       o.dev, secs, o.rate, o.streams, o.think_ms, o.bs,
+		       o.seed, b->errors);
+		printf("  \"write_mode\": \"%s\", \"depth\": {\"foreign\": %u, \"prefetch\": %u, \"write\": %u},\n",
+		       o.write_mode == WRITE_BUFFERED ? "buffered" : "direct",
+		       o.qd[R_FOREIGN], o.qd[R_PREFETCH], o.qd[R_WRITE]);
+		printf("  \"sizes\": [");
+		for (i = 0; i < o.nr_sizes; i++)
+			printf("%s%u", i ? ", " : "", o.sizes[i]);
+		printf("],\n");
+		if (o.kv_bpt) {
+			printf("  \"kv\": {\"bytes_per_token\": %u, \"tokens\": [",
+			       o.kv_bpt);
+			for (i = 0; i < o.nr_sizes; i++)
+				printf("%s%u", i ? ", " : "", o.kv_tokens[i]);
+			printf("]},\n");
+		}
+		/* Quantiles of batch completion, for CDF plots. */
+		printf("  \"batch_cdf_ms\": [");
+		for (i = 0; i <= CDF_POINTS; i++)
+			printf("%s%.4f", i ? ", " : "",
+			       pct(&comp, 100.0 * i / CDF_POINTS) / 1e6);
+		printf("],\n");
 		printf("  \"batch_ms\": {\n");
 		json_dist("all", &comp, 1e6, o.nr_sizes > 0);
 		for (i = 0; i < o.nr_sizes; i++) {
@@ -632,9 +833,10 @@ int main(int argc, char **argv)
 	} else {
 		double secs = (t - start) / 1e9;
 
-		printf("kvbench: %s, %.1fs, %g batches/s, bs %u, %zu batches, %" PRIu64 " errors\n",
-		       o.dev, secs, o.rate, o.bs, comp.n, b->errors);
-		printf("  %-16s %7s %9s %9s %9s %9s %9s %9s\n", "batch (ms)", "n",
+		printf("kvbench: %s, %.1fs, %g batches/s + %u streams (think %g ms), bs %u, %zu batches, %" PRIu64 " errors\n",
+		       o.dev, secs, o.rate, o.streams, o.think_ms, o.bs,
+		       comp.n, b->errors);
+		printf("  %-20s %7s %9s %9s %9s %9s %9s %9s\n", "batch (ms)", "n",
 		       "mean", "p50", "p90", "p99", "p99.9", "max");
 		print_ms_row("all", &comp, 1e6);
 		for (i = 0; i < o.nr_sizes; i++) {
@@ -645,7 +847,7 @@ int main(int argc, char **argv)
 			print_ms_row(name, &by_size[i], 1e6);
 		}
 		print_ms_row("slowdown (x)", &slow, 1000);
-		printf("  %-16s %7s %9s %9s %9s %9s %9s %9s\n", "request (ms)",
+		printf("  %-20s %7s %9s %9s %9s %9s %9s %9s\n", "request (ms)",
 		       "n", "mean", "p50", "p90", "p99", "p99.9", "max");
 		for (role = 0; role < NR_ROLES; role++)
 			print_ms_row(role_names[role], &b->lat[role], 1e6);
