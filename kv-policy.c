@@ -55,6 +55,7 @@ const char *const kvb_reason_names[KVB_NR_REASONS] = {
 	[KVB_WHY_FOREIGN]	= "foreign",
 	[KVB_WHY_PREFETCH]	= "prefetch",
 	[KVB_WHY_WRITE_BURST]	= "write_burst",
+	[KVB_WHY_SHARE]		= "share",
 };
 
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };
@@ -559,6 +560,35 @@ static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
 	return pick;
 }
 
+/*
+ * Shares: while a background tier has requests queued, each dispatch earns
+ * it share_pct hundredths of a request, and a tier owed a whole request is
+ * served before demand. A backlogged tier thus gets at least share_pct
+ * percent of the dispatches however much demand arrives; a tier that is
+ * not waiting earns nothing, so it cannot bank credit and burst later.
+ * Demand needs no share (it comes first) and writes are bounded by
+ * write_defer_max instead.
+ */
+static void kvp_share_account(struct kvp_sched *ps, int served)
+{
+	int t;
+
+	for (t = KVB_TIER_NORMAL; t < KVB_NR_BATCH_TIERS; t++) {
+		u32 *c = &ps->credit[t];
+
+		/* Called before the pick leaves the queue: queued >= 1. */
+		if (!ps->tier[t].queued || !ps->p.share_pct[t]) {
+			*c = 0;
+			continue;
+		}
+		*c += ps->p.share_pct[t];
+		if (t == served)
+			*c = *c > 100 ? *c - 100 : 0;
+		else if (*c > 200)
+			*c = 200;
+	}
+}
+
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 {
 	struct kvp_pick none = { .kind = KVP_PICK_NONE };
@@ -592,7 +622,18 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 		goto out;
 	}
 
-	/* 2. Demand: the batch with the least remaining work. */
+	/* 2. A background tier owed its share (kvp_share_account). */
+	for (t = KVB_TIER_NORMAL; t < KVB_NR_BATCH_TIERS; t++) {
+		if (ps->credit[t] < 100)
+			continue;
+		b = kvp_heap_top(&ps->tier[t].work);
+		if (b) {
+			pick = kvp_pick_batch(b, KVB_WHY_SHARE);
+			goto out;
+		}
+	}
+
+	/* 3. Demand: the batch with the least remaining work. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_DEMAND].work);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_TAIL);
@@ -600,7 +641,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	}
 
 	/*
-	 * 3. Writes. A burst in progress finishes; a full deferral queue is
+	 * 4. Writes. A burst in progress finishes; a full deferral queue is
 	 * released; otherwise writes wait while demand is in flight, and
 	 * then compete with the normal tier as one batch of a burst's size.
 	 */
@@ -627,14 +668,14 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 		ps->burst_left = 0;
 	}
 
-	/* 4. Everything else that is not prefetch. */
+	/* 5. Everything else that is not prefetch. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_FOREIGN);
 		goto out;
 	}
 
-	/* 5. Prefetch, when nothing above is waiting. */
+	/* 6. Prefetch, when nothing above is waiting. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_PREFETCH].work);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_PREFETCH);
@@ -642,6 +683,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	}
 	return none;
 out:
+	kvp_share_account(ps, pick.batch->tier);
 	ps->stats.dispatched[pick.why]++;
 	ps->stats.dispatched_tier[pick.batch->tier]++;
 	return pick;

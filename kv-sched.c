@@ -148,6 +148,8 @@ static const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
 	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
 	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
 				    0, KVB_NR_KEY_MODES - 1 },
+	[KVB_NORMAL_SHARE_PCT]	= { "normal_share_pct",	  10,	0,	50 },
+	[KVB_PREFETCH_SHARE_PCT] = { "prefetch_share_pct", 10,	0,	50 },
 };
 
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
@@ -236,6 +238,9 @@ static void kvb_apply_params(struct kvb_data *kd)
 	p->write_defer_max = kvb_tun(kd, KVB_WRITE_DEFER_MAX);
 	p->window_ns = (u64)kvb_tun(kd, KVB_BATCH_WINDOW_US) * NSEC_PER_USEC;
 	p->max_inflight = limit ? limit : kd->est.limit;
+	p->share_pct[KVB_TIER_DEMAND] = 0;
+	p->share_pct[KVB_TIER_NORMAL] = kvb_tun(kd, KVB_NORMAL_SHARE_PCT);
+	p->share_pct[KVB_TIER_PREFETCH] = kvb_tun(kd, KVB_PREFETCH_SHARE_PCT);
 	if (!p->window_ns)
 		kvp_flush_draining(kd->ps);
 }
@@ -944,6 +949,8 @@ KVB_SHOW(max_inflight, KVB_MAX_INFLIGHT);
 KVB_SHOW(front_merges, KVB_FRONT_MERGES);
 KVB_SHOW(async_depth, KVB_ASYNC_DEPTH);
 KVB_SHOW(batch_key, KVB_BATCH_KEY);
+KVB_SHOW(normal_share_pct, KVB_NORMAL_SHARE_PCT);
+KVB_SHOW(prefetch_share_pct, KVB_PREFETCH_SHARE_PCT);
 #undef KVB_SHOW
 
 #define KVB_STORE(__name, __t)						\
@@ -964,6 +971,8 @@ KVB_STORE(max_inflight, KVB_MAX_INFLIGHT);
 KVB_STORE(front_merges, KVB_FRONT_MERGES);
 KVB_STORE(async_depth, KVB_ASYNC_DEPTH);
 KVB_STORE(batch_key, KVB_BATCH_KEY);
+KVB_STORE(normal_share_pct, KVB_NORMAL_SHARE_PCT);
+KVB_STORE(prefetch_share_pct, KVB_PREFETCH_SHARE_PCT);
 #undef KVB_STORE
 
 #define KVB_ATTR(name) __ATTR(name, 0644, kvb_##name##_show, kvb_##name##_store)
@@ -980,6 +989,8 @@ static struct elv_fs_entry kvb_attrs[] = {
 	KVB_ATTR(front_merges),
 	KVB_ATTR(async_depth),
 	KVB_ATTR(batch_key),
+	KVB_ATTR(normal_share_pct),
+	KVB_ATTR(prefetch_share_pct),
 	__ATTR_NULL
 };
 

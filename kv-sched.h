@@ -42,6 +42,8 @@ enum kvb_tunable {
 	KVB_FRONT_MERGES,
 	KVB_ASYNC_DEPTH,
 	KVB_BATCH_KEY,
+	KVB_NORMAL_SHARE_PCT,
+	KVB_PREFETCH_SHARE_PCT,
 	KVB_NR_TUNABLES
 };
 
@@ -79,6 +81,7 @@ enum kvb_reason {
 	KVB_WHY_FOREIGN,	/* normal batch */
 	KVB_WHY_PREFETCH,	/* prefetch, nothing else waiting */
 	KVB_WHY_WRITE_BURST,	/* deferred writes released */
+	KVB_WHY_SHARE,		/* a background tier's guaranteed share */
 	KVB_NR_REASONS
 };
 
@@ -120,6 +123,8 @@ struct kvp_params {
 	u32	write_batch;
 	u32	write_defer_max;
 	u32	max_inflight;		/* 0: no limit */
+	/* Minimum share of dispatches, in percent, while backlogged. */
+	u32	share_pct[KVB_NR_BATCH_TIERS];
 };
 
 struct kvp_stats {
@@ -173,6 +178,8 @@ struct kvp_sched {
 	u32			queued;		/* all tiers */
 	u32			inflight;	/* all tiers */
 	u32			burst_left;	/* writes left in this burst */
+	/* Share owed to each tier, in hundredths of a request. */
+	u32			credit[KVB_NR_BATCH_TIERS];
 	struct kvp_stats	stats;
 };
 

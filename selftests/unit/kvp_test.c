@@ -1395,6 +1395,88 @@ static bool test_merge_burst(void)
 	return true;
 }
 
+/*
+ * Shares: with demand, normal and prefetch all backlogged, the normal and
+ * prefetch tiers get their share_pct of the dispatches (and nothing with
+ * a share of 0); a tier that stopped waiting does not bank credit.
+ */
+static u32 share_run(u32 normal_pct, u32 prefetch_pct, u32 picks,
+		     u32 *by_tier, bool idle_gap)
+{
+	enum { PER_TIER = 400 };
+	static struct mini_rq rqs[KVB_NR_BATCH_TIERS][PER_TIER];
+	struct kvp_params p = default_params();
+	struct kvp_batch *b[KVB_NR_BATCH_TIERS];
+	struct kvp_sched *ps;
+	u32 i, t, first_demand = 0;
+	void *mem;
+
+	mem = calloc(1, kvp_size(8));
+	ps = kvp_init(mem, 8);
+	p.share_pct[KVB_TIER_NORMAL] = normal_pct;
+	p.share_pct[KVB_TIER_PREFETCH] = prefetch_pct;
+	ps->p = p;
+	memset(by_tier, 0, KVB_NR_TIERS * sizeof(*by_tier));
+	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
+		b[t] = kvp_get_batch(ps, 10 + t, t, 1);
+		for (i = 0; i < PER_TIER; i++) {
+			rqs[t][i].arrival = 1 + i;
+			/* The prefetch tier arrives late after an idle gap. */
+			if (idle_gap && t == KVB_TIER_PREFETCH)
+				continue;
+			mini_queue(ps, b[t], &rqs[t][i]);
+		}
+	}
+	for (i = 0; i < picks; i++) {
+		struct kvp_pick pick;
+		struct mini_rq *rq;
+
+		if (idle_gap && i == picks / 2) {
+			/* Prefetch appears now: it has earned nothing yet. */
+			for (t = 0; t < PER_TIER; t++)
+				mini_queue(ps, b[KVB_TIER_PREFETCH],
+					   &rqs[KVB_TIER_PREFETCH][t]);
+			first_demand = i;
+		}
+		pick = kvp_choose(ps, 10 + i);
+		if (pick.kind != KVP_PICK_BATCH)
+			break;
+		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
+		list_del_init(&rq->node);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096);
+		kvp_rq_completed(ps, pick.batch, 10 + i);
+		by_tier[pick.batch->tier]++;
+		if (idle_gap && i == first_demand && first_demand &&
+		    pick.batch->tier != KVB_TIER_DEMAND)
+			first_demand = ~0U;
+	}
+	free(mem);
+	return first_demand;
+}
+
+static bool test_share(void)
+{
+	u32 by[KVB_NR_TIERS];
+
+	share_run(0, 0, 300, by, false);
+	EXPECT(by[KVB_TIER_DEMAND] == 300, "shares 0: demand got %u of 300",
+	       by[KVB_TIER_DEMAND]);
+	share_run(20, 10, 300, by, false);
+	diag("shares 20/10 over 300 dispatches: demand %u normal %u prefetch %u",
+	     by[KVB_TIER_DEMAND], by[KVB_TIER_NORMAL], by[KVB_TIER_PREFETCH]);
+	EXPECT(by[KVB_TIER_NORMAL] >= 59 && by[KVB_TIER_NORMAL] <= 61,
+	       "normal share 20%%: %u of 300", by[KVB_TIER_NORMAL]);
+	EXPECT(by[KVB_TIER_PREFETCH] >= 29 && by[KVB_TIER_PREFETCH] <= 31,
+	       "prefetch share 10%%: %u of 300", by[KVB_TIER_PREFETCH]);
+	share_run(50, 50, 300, by, false);
+	EXPECT(by[KVB_TIER_NORMAL] >= 149 && by[KVB_TIER_PREFETCH] >= 149,
+	       "shares 50/50: normal %u prefetch %u of 300",
+	       by[KVB_TIER_NORMAL], by[KVB_TIER_PREFETCH]);
+	EXPECT(share_run(0, 50, 200, by, true) != ~0U,
+	       "a tier that was not waiting was served ahead of demand");
+	return true;
+}
+
 /* ---- tier mapping ------------------------------------------------------ */
 
 static bool test_tiers(void)
@@ -1457,6 +1539,7 @@ int main(void)
 		{ test_merge_burst,
 		  "write merged away mid-burst keeps later writes deferred" },
 		{ test_tiers, "tier of each ioprio class and direction" },
+		{ test_share, "normal and prefetch shares under a demand backlog" },
 	};
 	int n = ARRAY_SIZE(tests), i;
 	struct timespec t0, t1;
