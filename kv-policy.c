@@ -57,6 +57,27 @@ const char *const kvb_reason_names[KVB_NR_REASONS] = {
 	[KVB_WHY_WRITE_BURST]	= "write_burst",
 };
 
+/*
+ * The elevator's sysfs tunables, here rather than in kv-sched.c so that the
+ * simulator (tools/kvsim) starts from the module's defaults and accepts the
+ * same ranges.
+ */
+const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
+	/*			   name			  default min	max */
+	[KVB_DEMAND_EXPIRE_MS]	= { "demand_expire_ms",	  250,	1,	60000 },
+	[KVB_NORMAL_EXPIRE_MS]	= { "normal_expire_ms",	  500,	1,	60000 },
+	[KVB_PREFETCH_EXPIRE_MS] = { "prefetch_expire_ms", 2000,	1,	600000 },
+	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	  5000,	1,	600000 },
+	[KVB_WRITE_BATCH]	= { "write_batch",	  16,	1,	256 },
+	[KVB_WRITE_DEFER_MAX]	= { "write_defer_max",	  128,	1,	4096 },
+	[KVB_BATCH_WINDOW_US]	= { "batch_window_us",	  0,	0,	1000000 },
+	[KVB_MAX_INFLIGHT]	= { "max_inflight",	  0,	0,	4096 },
+	[KVB_FRONT_MERGES]	= { "front_merges",	  1,	0,	1 },
+	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
+	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
+				    0, KVB_NR_KEY_MODES - 1 },
+};
+
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };
 
 /* The ioprio layout (class 13..15, hint 3..12, level 0..2) is ABI. */

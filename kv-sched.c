@@ -127,29 +127,6 @@ struct kvb_data {
 	struct kvb_stats	stats;
 };
 
-struct kvb_tunable_desc {
-	const char	*name;
-	unsigned int	def;
-	unsigned int	min;
-	unsigned int	max;
-};
-
-static const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
-	/*			   name			  default min	max */
-	[KVB_DEMAND_EXPIRE_MS]	= { "demand_expire_ms",	  250,	1,	60000 },
-	[KVB_NORMAL_EXPIRE_MS]	= { "normal_expire_ms",	  500,	1,	60000 },
-	[KVB_PREFETCH_EXPIRE_MS] = { "prefetch_expire_ms", 2000,	1,	600000 },
-	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	  5000,	1,	600000 },
-	[KVB_WRITE_BATCH]	= { "write_batch",	  16,	1,	256 },
-	[KVB_WRITE_DEFER_MAX]	= { "write_defer_max",	  128,	1,	4096 },
-	[KVB_BATCH_WINDOW_US]	= { "batch_window_us",	  0,	0,	1000000 },
-	[KVB_MAX_INFLIGHT]	= { "max_inflight",	  0,	0,	4096 },
-	[KVB_FRONT_MERGES]	= { "front_merges",	  1,	0,	1 },
-	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
-	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
-				    0, KVB_NR_KEY_MODES - 1 },
-};
-
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
 	[KVB_KEY_IOPRIO]	= "ioprio",
 	[KVB_KEY_CGROUP]	= "cgroup",

@@ -25,7 +25,7 @@
 
 /*
  * Tunables, exported in /sys/block/<dev>/queue/iosched/ under the names in
- * kvb_tunables[] (kv-sched.c), which also gives each one's default, minimum
+ * kvb_tunables[] (kv-policy.c), which also gives each one's default, minimum
  * and maximum. A store outside the range fails with -EINVAL and changes
  * nothing. The unit is part of the name. Documentation/kvbatch.rst carries
  * the same table with the trade-offs.
@@ -44,6 +44,16 @@ enum kvb_tunable {
 	KVB_BATCH_KEY,
 	KVB_NR_TUNABLES
 };
+
+/* A tunable's sysfs name, default and accepted range. */
+struct kvb_tunable_desc {
+	const char	*name;
+	unsigned int	def;
+	unsigned int	min;
+	unsigned int	max;
+};
+
+extern const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES];
 
 /* What a batch is keyed by (the batch_key tunable). */
 enum kvb_key_mode {
