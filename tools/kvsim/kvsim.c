@@ -194,7 +194,7 @@ static void print_batches(const struct kvsim_result *r)
 	printf("%-12s %-8s %5s %8s %8s", "batch", "tier", "reqs", "work",
 	       "first");
 	for (k = 0; k < r->nr_runs; k++)
-		printf(" | %8s %7s", kvs_sched_names[r->run[k].sched],
+		printf(" | %10s %8s", kvs_sched_names[r->run[k].sched],
 		       "ahead");
 	printf("\n");
 	for (i = 0; i < t->nr_batches; i++) {
@@ -207,7 +207,7 @@ static void print_batches(const struct kvsim_result *r)
 		for (k = 0; k < r->nr_runs; k++) {
 			const struct kvsim_bres *br = &r->run[k].b[bi];
 
-			printf(" | %8s %7s", us(c, br->done),
+			printf(" | %10s %8s", us(c, br->done),
 			       br->done == KVS_NO_TIME ? "-" :
 			       us(a, br->ahead));
 			if (in->tier == KVB_TIER_DEMAND &&
@@ -222,15 +222,15 @@ static void print_batches(const struct kvsim_result *r)
 	if (nd) {
 		printf("%-45s", "mean demand batch time (last - first, us)");
 		for (k = 0; k < r->nr_runs; k++)
-			printf(" | %8s %7s", us(a, sum[k] / nd), "");
+			printf(" | %10s %8s", us(a, sum[k] / nd), "");
 		printf("\n");
 	}
 	printf("%-45s", "last completion (us)");
 	for (k = 0; k < r->nr_runs; k++)
-		printf(" | %8s %7s", us(a, r->run[k].sim.end), "");
+		printf(" | %10s %8s", us(a, r->run[k].sim.end), "");
 	printf("\n%-45s", "total work (us)");
 	for (k = 0; k < r->nr_runs; k++)
-		printf(" | %8s %7s", us(a, r->run[k].work), "");
+		printf(" | %10s %8s", us(a, r->run[k].work), "");
 	printf("\n");
 	free(order);
 }
