@@ -158,7 +158,7 @@ for trace in tail prefetch writes; do
 	if [ $first = 1 ]; then
 		first=0
 		rm -f "$out/kvsim.png"
-		chromium --window-size=1400,900 --screenshot="$out/kvsim.png" \
+		chromium --window-size=1400,700 --screenshot="$out/kvsim.png" \
 			"file://$html#step=35&batch=B" > /dev/null
 		size=$(stat -c %s "$out/kvsim.png" 2>/dev/null || echo 0)
 		check "$trace: screenshot kept as build/kvsim/kvsim.png ($size bytes)" \
