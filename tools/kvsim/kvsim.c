@@ -134,6 +134,12 @@ static char *us(char *buf, u64 ns)
 	return (char *)kvsim_fmt_us(buf, 32, ns);
 }
 
+/* The empty "ahead" column of a summary row, but no trailing blanks. */
+static const char *pad(const struct kvsim_result *r, u32 k)
+{
+	return k + 1 < r->nr_runs ? "         " : "";
+}
+
 /* Batches in order of first arrival, then of first appearance. */
 static u32 *batch_order(const struct kvsim_result *r)
 {
@@ -222,15 +228,15 @@ static void print_batches(const struct kvsim_result *r)
 	if (nd) {
 		printf("%-45s", "mean demand batch time (last - first, us)");
 		for (k = 0; k < r->nr_runs; k++)
-			printf(" | %10s %8s", us(a, sum[k] / nd), "");
+			printf(" | %10s%s", us(a, sum[k] / nd), pad(r, k));
 		printf("\n");
 	}
 	printf("%-45s", "last completion (us)");
 	for (k = 0; k < r->nr_runs; k++)
-		printf(" | %10s %8s", us(a, r->run[k].sim.end), "");
+		printf(" | %10s%s", us(a, r->run[k].sim.end), pad(r, k));
 	printf("\n%-45s", "total work (us)");
 	for (k = 0; k < r->nr_runs; k++)
-		printf(" | %10s %8s", us(a, r->run[k].work), "");
+		printf(" | %10s%s", us(a, r->run[k].work), pad(r, k));
 	printf("\n");
 	free(order);
 }
@@ -269,7 +275,8 @@ static void print_timeline(const struct kvsim_result *r)
 	for (k = 0; k < r->nr_runs; k++) {
 		int w = (int)r->cfg.dies * (width + 1) + 8;
 
-		printf(" | %-*s", w, kvs_sched_names[r->run[k].sched]);
+		printf(" | %-*s", k + 1 < r->nr_runs ? w : 0,
+		       kvs_sched_names[r->run[k].sched]);
 	}
 	printf("\n%16s", "");
 	for (k = 0; k < r->nr_runs; k++) {
