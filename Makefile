@@ -8,7 +8,8 @@
 #   make all-kernels           build for every supported installed kernel
 #   make test                  the test suite (what .ci/run runs)
 #   make unit                  policy core unit tests (userspace)
-#   make tools                 build/tools/kvbench (load generator)
+#   make tools                 build/tools/kvbench (load generator) and
+#                              tools/kvsim/kvsim (scheduling simulator)
 #   make demo                  the main job: boot a guest, use kvbatch, fio
 #   make install / uninstall   put kvbatch.ko in /lib/modules/<ver>/updates
 #   make deb                   build/deb/kvbatch-dkms_<ver>_all.deb (DKMS)
@@ -51,7 +52,7 @@ SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h scri
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
 .PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
-	deps clean help print-kernels selftests-bin tools \
+	deps clean help print-kernels selftests-bin tools kvsim \
 	install uninstall deb
 
 all: modules
@@ -138,10 +139,14 @@ USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 
 selftests-bin: $(SELFTEST_BINS)
 
-# Tools: the load generator.
+# Tools: the load generator, the tagging example, the simulator.
 TOOLS_BINS	:= $(BUILD)/tools/kvbench $(BUILD)/tools/recall
 
-tools: $(TOOLS_BINS)
+tools: $(TOOLS_BINS) kvsim
+
+# Built in place, tools/kvsim/kvsim, with the policy core from kv-policy.c.
+kvsim:
+	@$(MAKE) --no-print-directory -C $(TOP)/tools/kvsim CFLAGS="$(USER_CFLAGS)" O=$(BUILD)/tools/kvsim
 
 $(BUILD)/tools/kvbench: $(TOP)/tools/kvbench/kvbench.c
 	@mkdir -p $(dir $@)
@@ -166,4 +171,4 @@ demo: deps
 	@$(TOP)/tools/kvdemo
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) $(TOP)/tools/kvsim/kvsim

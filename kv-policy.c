@@ -28,6 +28,7 @@
 #ifdef __KERNEL__
 #include <linux/kernel.h>
 #include <linux/string.h>
+#include <linux/time64.h>
 #else
 #include "kv-user.h"
 #endif
@@ -56,6 +57,29 @@ const char *const kvb_reason_names[KVB_NR_REASONS] = {
 	[KVB_WHY_PREFETCH]	= "prefetch",
 	[KVB_WHY_WRITE_BURST]	= "write_burst",
 	[KVB_WHY_SHARE]		= "share",
+};
+
+/*
+ * The elevator's sysfs tunables, here rather than in kv-sched.c so that the
+ * simulator (tools/kvsim) starts from the module's defaults and accepts the
+ * same ranges.
+ */
+const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
+	/*			   name			  default min	max */
+	[KVB_DEMAND_EXPIRE_MS]	= { "demand_expire_ms",	  250,	1,	60000 },
+	[KVB_NORMAL_EXPIRE_MS]	= { "normal_expire_ms",	  500,	1,	60000 },
+	[KVB_PREFETCH_EXPIRE_MS] = { "prefetch_expire_ms", 2000,	1,	600000 },
+	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	  5000,	1,	600000 },
+	[KVB_WRITE_BATCH]	= { "write_batch",	  16,	1,	256 },
+	[KVB_WRITE_DEFER_MAX]	= { "write_defer_max",	  128,	1,	4096 },
+	[KVB_BATCH_WINDOW_US]	= { "batch_window_us",	  0,	0,	1000000 },
+	[KVB_MAX_INFLIGHT]	= { "max_inflight",	  0,	0,	4096 },
+	[KVB_FRONT_MERGES]	= { "front_merges",	  1,	0,	1 },
+	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
+	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
+				    0, KVB_NR_KEY_MODES - 1 },
+	[KVB_NORMAL_SHARE_PCT]	= { "normal_share_pct",	  10,	0,	50 },
+	[KVB_PREFETCH_SHARE_PCT] = { "prefetch_share_pct", 10,	0,	50 },
 };
 
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };
@@ -558,6 +582,25 @@ static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
 	}
 	ps->burst_left--;
 	return pick;
+}
+
+void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun)
+{
+	memset(p, 0, sizeof(*p));
+	p->expire_ns[KVB_TIER_DEMAND] =
+		(u64)tun[KVB_DEMAND_EXPIRE_MS] * NSEC_PER_MSEC;
+	p->expire_ns[KVB_TIER_NORMAL] =
+		(u64)tun[KVB_NORMAL_EXPIRE_MS] * NSEC_PER_MSEC;
+	p->expire_ns[KVB_TIER_PREFETCH] =
+		(u64)tun[KVB_PREFETCH_EXPIRE_MS] * NSEC_PER_MSEC;
+	p->expire_ns[KVB_TIER_WRITE] =
+		(u64)tun[KVB_WRITE_EXPIRE_MS] * NSEC_PER_MSEC;
+	p->write_batch = tun[KVB_WRITE_BATCH];
+	p->write_defer_max = tun[KVB_WRITE_DEFER_MAX];
+	p->window_ns = (u64)tun[KVB_BATCH_WINDOW_US] * NSEC_PER_USEC;
+	p->max_inflight = tun[KVB_MAX_INFLIGHT];
+	p->share_pct[KVB_TIER_NORMAL] = tun[KVB_NORMAL_SHARE_PCT];
+	p->share_pct[KVB_TIER_PREFETCH] = tun[KVB_PREFETCH_SHARE_PCT];
 }
 
 /*

@@ -127,31 +127,6 @@ struct kvb_data {
 	struct kvb_stats	stats;
 };
 
-struct kvb_tunable_desc {
-	const char	*name;
-	unsigned int	def;
-	unsigned int	min;
-	unsigned int	max;
-};
-
-static const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
-	/*			   name			  default min	max */
-	[KVB_DEMAND_EXPIRE_MS]	= { "demand_expire_ms",	  250,	1,	60000 },
-	[KVB_NORMAL_EXPIRE_MS]	= { "normal_expire_ms",	  500,	1,	60000 },
-	[KVB_PREFETCH_EXPIRE_MS] = { "prefetch_expire_ms", 2000,	1,	600000 },
-	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	  5000,	1,	600000 },
-	[KVB_WRITE_BATCH]	= { "write_batch",	  16,	1,	256 },
-	[KVB_WRITE_DEFER_MAX]	= { "write_defer_max",	  128,	1,	4096 },
-	[KVB_BATCH_WINDOW_US]	= { "batch_window_us",	  0,	0,	1000000 },
-	[KVB_MAX_INFLIGHT]	= { "max_inflight",	  0,	0,	4096 },
-	[KVB_FRONT_MERGES]	= { "front_merges",	  1,	0,	1 },
-	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
-	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
-				    0, KVB_NR_KEY_MODES - 1 },
-	[KVB_NORMAL_SHARE_PCT]	= { "normal_share_pct",	  10,	0,	50 },
-	[KVB_PREFETCH_SHARE_PCT] = { "prefetch_share_pct", 10,	0,	50 },
-};
-
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
 	[KVB_KEY_IOPRIO]	= "ioprio",
 	[KVB_KEY_CGROUP]	= "cgroup",
@@ -222,25 +197,13 @@ static u64 kvb_rq_key(struct kvb_data *kd, struct request *rq)
 static void kvb_apply_params(struct kvb_data *kd)
 {
 	struct kvp_params *p = &kd->ps->p;
-	unsigned int limit = kvb_tun(kd, KVB_MAX_INFLIGHT);
 
 	lockdep_assert_held(&kd->lock);
 
-	p->expire_ns[KVB_TIER_DEMAND] =
-		kvb_tun(kd, KVB_DEMAND_EXPIRE_MS) * NSEC_PER_MSEC;
-	p->expire_ns[KVB_TIER_NORMAL] =
-		kvb_tun(kd, KVB_NORMAL_EXPIRE_MS) * NSEC_PER_MSEC;
-	p->expire_ns[KVB_TIER_PREFETCH] =
-		(u64)kvb_tun(kd, KVB_PREFETCH_EXPIRE_MS) * NSEC_PER_MSEC;
-	p->expire_ns[KVB_TIER_WRITE] =
-		(u64)kvb_tun(kd, KVB_WRITE_EXPIRE_MS) * NSEC_PER_MSEC;
-	p->write_batch = kvb_tun(kd, KVB_WRITE_BATCH);
-	p->write_defer_max = kvb_tun(kd, KVB_WRITE_DEFER_MAX);
-	p->window_ns = (u64)kvb_tun(kd, KVB_BATCH_WINDOW_US) * NSEC_PER_USEC;
-	p->max_inflight = limit ? limit : kd->est.limit;
-	p->share_pct[KVB_TIER_DEMAND] = 0;
-	p->share_pct[KVB_TIER_NORMAL] = kvb_tun(kd, KVB_NORMAL_SHARE_PCT);
-	p->share_pct[KVB_TIER_PREFETCH] = kvb_tun(kd, KVB_PREFETCH_SHARE_PCT);
+	kvp_params_from_tunables(p, kd->tun);
+	/* max_inflight 0: the limit the depth estimator found. */
+	if (!p->max_inflight)
+		p->max_inflight = kd->est.limit;
 	if (!p->window_ns)
 		kvp_flush_draining(kd->ps);
 }

@@ -25,7 +25,7 @@
 
 /*
  * Tunables, exported in /sys/block/<dev>/queue/iosched/ under the names in
- * kvb_tunables[] (kv-sched.c), which also gives each one's default, minimum
+ * kvb_tunables[] (kv-policy.c), which also gives each one's default, minimum
  * and maximum. A store outside the range fails with -EINVAL and changes
  * nothing. The unit is part of the name. Documentation/kvbatch.rst carries
  * the same table with the trade-offs.
@@ -46,6 +46,16 @@ enum kvb_tunable {
 	KVB_PREFETCH_SHARE_PCT,
 	KVB_NR_TUNABLES
 };
+
+/* A tunable's sysfs name, default and accepted range. */
+struct kvb_tunable_desc {
+	const char	*name;
+	unsigned int	def;
+	unsigned int	min;
+	unsigned int	max;
+};
+
+extern const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES];
 
 /* What a batch is keyed by (the batch_key tunable). */
 enum kvb_key_mode {
@@ -228,6 +238,13 @@ void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
 		       u64 head_ns, u32 bytes);
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
 void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now);
+
+/*
+ * The policy's parameters from the tunables (values within the ranges of
+ * kvb_tunables[]). max_inflight 0 stays 0 (no limit): the module puts its
+ * estimated limit there, the simulator the device queue depth.
+ */
+void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
 
 /* What to dispatch next. The host must dispatch what it is told. */
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);

@@ -5,7 +5,9 @@
 #
 #   1. install missing Debian packages (scripts/install-deps.sh);
 #   2. static checks: W=1 build for every supported kernel, checkpatch
-#      --strict and sparse;
+#      --strict and sparse; the unit tests (policy core, kvsim), kvsim's
+#      command line and trace converter (selftests/kvsim_cli.sh) and its
+#      page in headless Chromium (selftests/kvsim_browser.sh);
 #   3. for each supported kernel (Debian 6.1 and 6.12): boot it in a QEMU
 #      guest with tools/kvvm, run every selftest (run-guest.sh), and check
 #      the guest kernel log is free of warnings, BUGs, lockdep and KASAN
@@ -97,6 +99,21 @@ else
 	diag < "$logdir/tools.log"
 	t_fail "tools build with -Wall -Wextra -Werror"
 fi
+
+# --- kvsim: command line, converter, its page in headless Chromium (host) -
+for t in cli browser; do
+	log=$logdir/kvsim-$t.log
+	selftests/kvsim_$t.sh > "$log" 2>&1
+	while read -r line; do
+		case $line in
+		"ok "*"# SKIP"*) t_skip "kvsim $t: ${line#ok * - }" ;;
+		"ok "*) t_pass "kvsim $t: ${line#ok * - }" ;;
+		"not ok "*) t_fail "kvsim $t: ${line#not ok * - }" ;;
+		esac
+	done < <(grep -E '^(not )?ok [0-9]+ - ' "$log")
+	grep '^# ' "$log" | diag
+	grep -qE '^(not )?ok [0-9]+ - ' "$log" || t_fail "kvsim $t test ran"
+done
 
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then

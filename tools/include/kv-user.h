@@ -19,6 +19,9 @@ typedef uint32_t u32;
 typedef uint64_t u64;
 typedef int32_t s32;
 
+#define NSEC_PER_USEC	1000ULL
+#define NSEC_PER_MSEC	1000000ULL
+
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
 

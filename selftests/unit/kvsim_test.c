@@ -1,0 +1,665 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of kvsim (tools/kvsim): the built-in seed traces, as kvsim
+ * parses and runs them, finish in the order the seed situations predict
+ * under FIFO, strict priority and kvbatch, with the same total work;
+ * random traces conserve work and never dispatch a request twice; the
+ * trace format round-trips and rejects bad input with its line number.
+ * Output is TAP, like kvp_test.
+ *
+ * Expectations are orderings that follow from the situations, and a few
+ * completion times worked out by hand in the comments, never figures
+ * copied from a run.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "kvsim-run.h"
+
+#ifndef KVST_RANDOM_TRACES
+#define KVST_RANDOM_TRACES	300
+#endif
+
+#define US	1000ULL
+
+static int nr_pass, nr_fail, nr_run;
+static bool t_ok;
+static int t_msgs;
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+#define EXPECT(cond, ...)						\
+	do {								\
+		if (!(cond)) {						\
+			t_ok = false;					\
+			if (t_msgs++ < 8) {				\
+				printf("# FAIL %s:%d: ", __func__,	\
+				       __LINE__);			\
+				printf(__VA_ARGS__);			\
+				printf("\n");				\
+			}						\
+		}							\
+	} while (0)
+
+static void run_test(bool (*fn)(void), const char *desc)
+{
+	t_ok = true;
+	t_msgs = 0;
+	nr_run++;
+	if (fn() && t_ok) {
+		nr_pass++;
+		printf("ok %d - %s\n", nr_run, desc);
+	} else {
+		nr_fail++;
+		printf("not ok %d - %s\n", nr_run, desc);
+	}
+	fflush(stdout);
+}
+
+/* ---- helpers ---------------------------------------------------------- */
+
+struct seed {
+	struct kvsim_trace	t;
+	struct kvsim_result	r;
+	bool			ok;
+};
+
+static const struct kvsim_opts all_scheds = {
+	.scheds = (1U << KVS_NR_SCHEDS) - 1,
+};
+
+/* Load built-in @name and run it under all three schedulers. */
+static bool seed_run(struct seed *s, const char *name)
+{
+	char err[KVSIM_ERR_MAX];
+	u32 bad;
+
+	kvsim_trace_init(&s->t);
+	memset(&s->r, 0, sizeof(s->r));
+	s->ok = false;
+	if (kvsim_load_builtin(&s->t, name, err, sizeof(err))) {
+		EXPECT(0, "%s: %s", name, err);
+		return false;
+	}
+	if (kvsim_run_all(&s->r, &s->t, &all_scheds, err, sizeof(err))) {
+		EXPECT(0, "%s: %s", name, err);
+		return false;
+	}
+	EXPECT(s->r.nr_runs == KVS_NR_SCHEDS, "%s: %u runs", name,
+	       s->r.nr_runs);
+	bad = kvsim_check(&s->r, err, sizeof(err));
+	EXPECT(bad == 0, "%s: %u check failures: %s", name, bad, err);
+	s->ok = bad == 0 && s->r.nr_runs == KVS_NR_SCHEDS;
+	return s->ok;
+}
+
+static void seed_free(struct seed *s)
+{
+	kvsim_result_free(&s->r);
+	kvsim_trace_free(&s->t);
+}
+
+static int key_of(const struct seed *s, const char *batch)
+{
+	u32 b;
+
+	for (b = 0; b < s->t.nr_batches; b++)
+		if (!strcmp(s->t.bname[b], batch))
+			return (int)b;
+	EXPECT(0, "no batch %s", batch);
+	return 0;
+}
+
+/* The run of @sched (runs are in enum order when all are selected). */
+static const struct kvsim_run *run_of(const struct seed *s, enum kvs_sched k)
+{
+	return &s->r.run[k];
+}
+
+static u64 done(const struct seed *s, enum kvs_sched k, const char *batch)
+{
+	return run_of(s, k)->b[key_of(s, batch)].done;
+}
+
+static u64 ahead(const struct seed *s, enum kvs_sched k, const char *batch)
+{
+	return run_of(s, k)->b[key_of(s, batch)].ahead;
+}
+
+static void report(const struct seed *s, const char *const *batches, int n)
+{
+	int i, k;
+
+	for (i = 0; i < n; i++) {
+		char line[160];
+		int off;
+
+		off = snprintf(line, sizeof(line), "%s: %-8s", s->t.name,
+			       batches[i]);
+		for (k = 0; k < KVS_NR_SCHEDS; k++)
+			off += snprintf(line + off, sizeof(line) - off,
+					" %s=%lluus", kvs_sched_names[k],
+					(unsigned long long)
+					(done(s, k, batches[i]) / US));
+		diag("%s", line);
+	}
+}
+
+/* Identical total work, equal to the trace's service times. */
+static void expect_same_work(const struct seed *s)
+{
+	u64 sum = 0;
+	u32 i, k;
+
+	for (i = 0; i < s->t.nr; i++)
+		sum += s->t.rqs[i].service;
+	for (k = 0; k < s->r.nr_runs; k++)
+		EXPECT(s->r.run[k].work == sum, "%s: %s work %llu, trace %llu",
+		       s->t.name, kvs_sched_names[s->r.run[k].sched],
+		       (unsigned long long)s->r.run[k].work,
+		       (unsigned long long)sum);
+}
+
+/* ---- the built-in seed situations ------------------------------------- */
+
+/*
+ * Seed 1. Three dies, queue depth 3, 100us reads. Six foreign reads (two
+ * per die) at 0, recall A (RT, one read per die) at 10us, recall B (BE
+ * with a hint, dies 0 and 2) at 20us, a foreign read on die 1 at 30us.
+ *
+ * FIFO: foreign, foreign, then A on every die (A done at 300us), then B
+ * (400us). Strict priority: A is RT and goes before all BE work; B is BE,
+ * like the foreign reads, so priority cannot tell them apart. kvbatch: B
+ * and A are both demand; B has less work, so at 100us B's two reads go
+ * first and finish at 200us, A follows (300us).
+ */
+static bool test_tail(void)
+{
+	static const char *const names[] = { "A", "B", "foreign" };
+	struct seed s;
+
+	if (!seed_run(&s, "tail"))
+		goto out;
+	report(&s, names, 3);
+	expect_same_work(&s);
+
+	EXPECT(done(&s, KVS_FIFO, "A") < done(&s, KVS_FIFO, "B"),
+	       "fifo: A arrived first but finished after B");
+	EXPECT(done(&s, KVS_PRIO, "A") < done(&s, KVS_FIFO, "A"),
+	       "prio did not pull the RT recall forward");
+	EXPECT(done(&s, KVS_KVBATCH, "B") < done(&s, KVS_KVBATCH, "A"),
+	       "kvbatch: the smaller recall B did not finish first");
+	EXPECT(done(&s, KVS_KVBATCH, "B") < done(&s, KVS_FIFO, "B") &&
+	       done(&s, KVS_KVBATCH, "B") < done(&s, KVS_PRIO, "B"),
+	       "kvbatch: B not earlier than under fifo and prio");
+	EXPECT(done(&s, KVS_KVBATCH, "A") <= done(&s, KVS_FIFO, "A"),
+	       "kvbatch: A later than under fifo");
+	/* Worked out above. */
+	EXPECT(done(&s, KVS_FIFO, "A") == 300 * US &&
+	       done(&s, KVS_FIFO, "B") == 400 * US,
+	       "fifo: A %llu B %llu, expected 300us 400us",
+	       (unsigned long long)done(&s, KVS_FIFO, "A"),
+	       (unsigned long long)done(&s, KVS_FIFO, "B"));
+	EXPECT(done(&s, KVS_KVBATCH, "B") == 200 * US,
+	       "kvbatch: B done at %llu, expected 200us",
+	       (unsigned long long)done(&s, KVS_KVBATCH, "B"));
+	/* FIFO leaves foreign work ahead of B's tail; kvbatch less. */
+	EXPECT(ahead(&s, KVS_KVBATCH, "B") < ahead(&s, KVS_FIFO, "B"),
+	       "kvbatch: as much foreign work ahead of B as under fifo");
+out:
+	seed_free(&s);
+	return true;
+}
+
+/*
+ * Seed 2. Nine IDLE prefetch reads at 0, three per die, and a recall of
+ * three reads (one per die) at 5us; queue depth 3. Three prefetch reads
+ * are in the device when the recall arrives. FIFO serves the other six
+ * first: the recall completes last, at 400us. Strict priority and kvbatch
+ * both put the recall (BE with a hint: demand to kvbatch, BE above IDLE
+ * to prio) before the queued prefetch: it completes at 200us, after the
+ * one prefetch read per die already in the device.
+ */
+static bool test_prefetch(void)
+{
+	static const char *const names[] = { "recall", "prefetch" };
+	struct seed s;
+	u32 i, last = 0;
+
+	if (!seed_run(&s, "prefetch"))
+		goto out;
+	report(&s, names, 2);
+	expect_same_work(&s);
+
+	EXPECT(done(&s, KVS_FIFO, "prefetch") < done(&s, KVS_FIFO, "recall"),
+	       "fifo: the recall did not wait for the prefetch");
+	EXPECT(done(&s, KVS_KVBATCH, "recall") <
+	       done(&s, KVS_KVBATCH, "prefetch"),
+	       "kvbatch: prefetch finished before the recall");
+	EXPECT(done(&s, KVS_KVBATCH, "recall") < done(&s, KVS_FIFO, "recall"),
+	       "kvbatch: recall not earlier than fifo");
+	EXPECT(done(&s, KVS_PRIO, "recall") < done(&s, KVS_FIFO, "recall"),
+	       "prio: recall not earlier than fifo");
+	EXPECT(done(&s, KVS_KVBATCH, "recall") == 200 * US &&
+	       done(&s, KVS_FIFO, "recall") == 400 * US,
+	       "recall: kvbatch %llu fifo %llu, expected 200us 400us",
+	       (unsigned long long)done(&s, KVS_KVBATCH, "recall"),
+	       (unsigned long long)done(&s, KVS_FIFO, "recall"));
+	/* Once the recall is queued, no prefetch read leaves before it. */
+	for (i = 0; i < s.t.nr; i++) {
+		const struct kvs_req *q = &run_of(&s, KVS_KVBATCH)->rqs[i];
+
+		if (q->key == (u64)key_of(&s, "recall") && q->dseq > last)
+			last = q->dseq;
+	}
+	for (i = 0; i < s.t.nr; i++) {
+		const struct kvs_req *q = &run_of(&s, KVS_KVBATCH)->rqs[i];
+
+		if (q->key == (u64)key_of(&s, "prefetch") &&
+		    q->dispatch >= 5 * US)
+			EXPECT(q->dseq > last, "prefetch rq %u dispatched at "
+			       "%llu ahead of the recall", i,
+			       (unsigned long long)q->dispatch);
+	}
+out:
+	seed_free(&s);
+	return true;
+}
+
+/*
+ * Seed 3. Three 300us writes (async: deferrable), one per die, and a
+ * recall of six 100us reads, two per die, all at 0; queue depth 4. FIFO
+ * dispatches the three writes and one read: every die programs for 300us
+ * first and the recall ends at 500us. Writes and hinted reads are both
+ * BE, so strict priority is FIFO here. kvbatch holds the writes while
+ * demand is queued or in flight: the reads alone fill the device and the
+ * recall ends at 200us; the writes then run.
+ */
+static bool test_writes(void)
+{
+	static const char *const names[] = { "recall", "gc" };
+	struct seed s;
+	u64 recall;
+	u32 i;
+
+	if (!seed_run(&s, "writes"))
+		goto out;
+	report(&s, names, 2);
+	expect_same_work(&s);
+
+	recall = done(&s, KVS_KVBATCH, "recall");
+	EXPECT(recall < done(&s, KVS_FIFO, "recall"),
+	       "kvbatch: recall not earlier than fifo");
+	EXPECT(done(&s, KVS_PRIO, "recall") == done(&s, KVS_FIFO, "recall"),
+	       "prio differs from fifo with one class");
+	EXPECT(recall == 200 * US && done(&s, KVS_FIFO, "recall") == 500 * US,
+	       "recall: kvbatch %llu fifo %llu, expected 200us 500us",
+	       (unsigned long long)recall,
+	       (unsigned long long)done(&s, KVS_FIFO, "recall"));
+	EXPECT(ahead(&s, KVS_FIFO, "recall") > 0 &&
+	       ahead(&s, KVS_KVBATCH, "recall") == 0,
+	       "ahead of the recall's tail: fifo %llu kvbatch %llu",
+	       (unsigned long long)ahead(&s, KVS_FIFO, "recall"),
+	       (unsigned long long)ahead(&s, KVS_KVBATCH, "recall"));
+	for (i = 0; i < s.t.nr; i++) {
+		const struct kvs_req *q = &run_of(&s, KVS_KVBATCH)->rqs[i];
+
+		if (q->write)
+			EXPECT(q->dispatch >= recall,
+			       "write %u dispatched at %llu, recall done %llu",
+			       i, (unsigned long long)q->dispatch,
+			       (unsigned long long)recall);
+	}
+out:
+	seed_free(&s);
+	return true;
+}
+
+/* Every event of a built-in falls on a tick of the timeline. */
+static bool test_ticks(void)
+{
+	unsigned int i;
+	u32 k, j;
+
+	for (i = 0; i < kvsim_nr_builtins; i++) {
+		struct seed s;
+
+		if (!seed_run(&s, kvsim_builtins[i].name)) {
+			seed_free(&s);
+			continue;
+		}
+		EXPECT(s.r.tick > 0 && (u64)s.r.ticks * s.r.tick >= s.r.end,
+		       "%s: %u ticks of %llu for end %llu", s.t.name,
+		       s.r.ticks, (unsigned long long)s.r.tick,
+		       (unsigned long long)s.r.end);
+		for (k = 0; k < s.r.nr_runs; k++)
+			for (j = 0; j < s.t.nr; j++) {
+				const struct kvs_req *q = &s.r.run[k].rqs[j];
+
+				EXPECT(q->dispatch % s.r.tick == 0 &&
+				       q->start % s.r.tick == 0 &&
+				       q->complete % s.r.tick == 0,
+				       "%s: rq %u off the tick grid", s.t.name,
+				       j);
+			}
+		seed_free(&s);
+	}
+	return true;
+}
+
+/* ---- the trace format ------------------------------------------------- */
+
+static bool same_requests(const struct kvsim_trace *a,
+			  const struct kvsim_trace *b)
+{
+	u32 i;
+
+	if (a->nr != b->nr || a->nr_batches != b->nr_batches ||
+	    a->dies != b->dies || a->qdepth != b->qdepth ||
+	    a->chunk != b->chunk || strcmp(a->title, b->title))
+		return false;
+	for (i = 0; i < a->nr_batches; i++)
+		if (strcmp(a->bname[i], b->bname[i]))
+			return false;
+	for (i = 0; i < a->nr; i++) {
+		const struct kvs_req *x = &a->rqs[i], *y = &b->rqs[i];
+
+		if (x->arrival != y->arrival || x->key != y->key ||
+		    x->ioprio != y->ioprio || x->write != y->write ||
+		    x->sync != y->sync || x->service != y->service ||
+		    x->die != y->die || x->sector != y->sector ||
+		    x->nr_sectors != y->nr_sectors || a->cls[i] != b->cls[i])
+			return false;
+	}
+	return memcmp(a->tun_set, b->tun_set, sizeof(a->tun_set)) == 0;
+}
+
+/* --dump-trace output parses back into the same trace. */
+static bool test_roundtrip(void)
+{
+	char err[KVSIM_ERR_MAX], *buf;
+	unsigned int i;
+	size_t len;
+
+	for (i = 0; i < kvsim_nr_builtins + 20; i++) {
+		struct kvsim_trace a, b;
+		FILE *f;
+
+		kvsim_trace_init(&a);
+		kvsim_trace_init(&b);
+		if (i < kvsim_nr_builtins)
+			EXPECT(!kvsim_load_builtin(&a, kvsim_builtins[i].name,
+						   err, sizeof(err)),
+			       "%s", err);
+		else
+			EXPECT(!kvsim_random(&a, 50 + i, i, 1 + i % 8),
+			       "random");
+		if (i == kvsim_nr_builtins) {
+			a.tun[KVB_WRITE_BATCH] = 3;
+			a.tun_set[KVB_WRITE_BATCH] = true;
+		}
+		f = open_memstream(&buf, &len);
+		kvsim_write_trace(f, &a);
+		fclose(f);
+		EXPECT(!kvsim_parse(&b, buf, "dump", err, sizeof(err)),
+		       "trace %u: %s", i, err);
+		EXPECT(same_requests(&a, &b), "trace %u differs after a dump",
+		       i);
+		EXPECT(b.tun[KVB_WRITE_BATCH] == a.tun[KVB_WRITE_BATCH],
+		       "set line lost");
+		free(buf);
+		kvsim_trace_free(&a);
+		kvsim_trace_free(&b);
+	}
+	return true;
+}
+
+/* Bad input: refused, with the line and the reason. */
+static bool test_parse_errors(void)
+{
+	static const struct {
+		const char *text;
+		const char *msg;
+	} bad[] = {
+		{ "0 A demand R 100us\n", "got 5 fields" },
+		{ "x A demand R 100us die=0\n", "bad time" },
+		{ "1parsec A demand R 100us die=0\n", "bad time" },
+		{ "0 A<b demand R 100us die=0\n", "bad batch name" },
+		{ "0 A urgent R 100us die=0\n", "bad tier" },
+		{ "0 A demand X 100us die=0\n", "bad op" },
+		{ "0 A write R 100us die=0\n", "op W" },
+		{ "0 A demand R 0us die=0\n", "bad service" },
+		{ "0 A demand R 100us die=99\n", "bad field" },
+		{ "0 A demand R 100us lba=3\n", "bad field" },
+		{ "0 A demand R 100us die=0 size=0\n", "bad size" },
+		{ "0 A demand R 100us size=4k die=0\n", "bad field" },
+		{ "dies 0\n", "dies takes" },
+		{ "dies 17\n", "dies takes" },
+		{ "queue-depth x\n", "queue-depth takes" },
+		{ "set write_batch=0\n", "write_batch takes" },
+		{ "set front_merges=1\n", "not modelled" },
+		{ "set nothing=1\n", "no such tunable" },
+		{ "# only a comment\n", "no requests" },
+	};
+	char err[KVSIM_ERR_MAX], text[256];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct kvsim_trace t;
+		bool needs_line = strcmp(bad[i].msg, "no requests");
+
+		kvsim_trace_init(&t);
+		/* Preceded by a good line, so the error is on line 2. */
+		snprintf(text, sizeof(text), "0 ok normal R 1us die=0\n%s",
+			 bad[i].text);
+		if (!needs_line)
+			snprintf(text, sizeof(text), "%s", bad[i].text);
+		err[0] = '\0';
+		EXPECT(kvsim_parse(&t, text, "t", err, sizeof(err)) == -1,
+		       "accepted: %s", bad[i].text);
+		EXPECT(strstr(err, bad[i].msg) &&
+		       (!needs_line || !strncmp(err, "t:2: ", 5)),
+		       "'%s': message '%s', expected t:2: ...%s", bad[i].text,
+		       err, bad[i].msg);
+		kvsim_trace_free(&t);
+	}
+	return true;
+}
+
+/* A die beyond the device is refused at run time, with its line. */
+static bool test_die_range(void)
+{
+	struct kvsim_opts o = all_scheds;
+	char err[KVSIM_ERR_MAX];
+	struct kvsim_result r;
+	struct kvsim_trace t;
+
+	kvsim_trace_init(&t);
+	EXPECT(!kvsim_parse(&t, "dies 2\n0 a normal R 1us die=0\n"
+			    "0 a normal R 1us die=3\n", "t", err, sizeof(err)),
+	       "%s", err);
+	EXPECT(kvsim_run_all(&r, &t, &o, err, sizeof(err)) == -1 &&
+	       strstr(err, "t:3: die 3"), "accepted, or '%s'", err);
+	kvsim_result_free(&r);
+	o.dies = 4;
+	EXPECT(kvsim_run_all(&r, &t, &o, err, sizeof(err)) == 0, "%s", err);
+	kvsim_result_free(&r);
+	kvsim_trace_free(&t);
+	return true;
+}
+
+/* ---- random traces ---------------------------------------------------- */
+
+struct dctx {
+	u32	*dispatched;	/* per request, counted by the hook */
+	u32	twice;
+};
+
+static void dispatch_hook(struct kvs_sim *s, enum kvs_event ev,
+			  struct kvs_req *rq, void *arg)
+{
+	struct dctx *c = arg;
+
+	(void)s;
+	if (ev == KVS_EV_DISPATCH && ++c->dispatched[rq->id] > 1)
+		c->twice++;
+}
+
+/* Random tunables within the module's ranges, some of the time. */
+static void random_tunables(struct kvsim_opts *o, u32 seed)
+{
+	u32 x = seed * 2654435761U;
+	int i;
+
+	if (x % 3)
+		return;
+	o->tun[KVB_DEMAND_EXPIRE_MS] = 1 + x % 3;
+	o->tun[KVB_NORMAL_EXPIRE_MS] = 1 + (x >> 3) % 4;
+	o->tun[KVB_PREFETCH_EXPIRE_MS] = 1 + (x >> 5) % 5;
+	o->tun[KVB_WRITE_EXPIRE_MS] = 1 + (x >> 7) % 6;
+	o->tun[KVB_WRITE_BATCH] = 1 + (x >> 9) % 16;
+	o->tun[KVB_WRITE_DEFER_MAX] = 1 + (x >> 13) % 32;
+	o->tun[KVB_BATCH_WINDOW_US] = (x >> 17) % 2 ? 0 : 100;
+	o->tun[KVB_MAX_INFLIGHT] = (x >> 19) % 3 ? 0 : 1 + (x >> 21) % 6;
+	for (i = KVB_DEMAND_EXPIRE_MS; i <= KVB_MAX_INFLIGHT; i++)
+		o->tun_set[i] = true;
+}
+
+/*
+ * Random traces on random geometries: kvsim's own check passes, and,
+ * counted independently by a hook on the device model, no request is
+ * ever dispatched twice and every one exactly once by the end.
+ */
+static bool test_random(void)
+{
+	u32 seed, bad_runs = 0, total = 0;
+	char err[KVSIM_ERR_MAX];
+
+	for (seed = 1; seed <= KVST_RANDOM_TRACES; seed++) {
+		struct kvsim_opts o = all_scheds;
+		struct kvsim_result r;
+		struct kvsim_trace t;
+		u32 n = 20 + seed % 280, dies = 1 + seed % 8, k, i;
+		bool bad = false;
+
+		kvsim_trace_init(&t);
+		if (kvsim_random(&t, n, seed, dies)) {
+			EXPECT(0, "seed %u: out of memory", seed);
+			break;
+		}
+		o.qdepth = 1 + (seed / 8) % (2 * dies + 2);
+		random_tunables(&o, seed);
+		if (kvsim_run_all(&r, &t, &o, err, sizeof(err)) ||
+		    kvsim_check(&r, err, sizeof(err))) {
+			EXPECT(0, "seed %u: %s", seed, err);
+			bad = true;
+		}
+		for (k = 0; !bad && k < r.nr_runs; k++) {
+			struct kvs_config cfg = r.cfg;
+			struct dctx c = { 0 };
+			struct kvs_req *rqs;
+			struct kvs_sim sim;
+			u64 busy = 0;
+
+			c.dispatched = calloc(t.nr, sizeof(u32));
+			rqs = malloc(t.nr * sizeof(*rqs));
+			memcpy(rqs, t.rqs, t.nr * sizeof(*rqs));
+			cfg.sched = r.run[k].sched;
+			cfg.hook = dispatch_hook;
+			cfg.hook_arg = &c;
+			EXPECT(kvs_run(&sim, &cfg, rqs, t.nr) == 0,
+			       "seed %u %s: run did not finish", seed,
+			       kvs_sched_names[cfg.sched]);
+			for (i = 0; i < t.nr; i++) {
+				if (c.dispatched[i] != 1)
+					bad = true;
+				busy += rqs[i].complete - rqs[i].start;
+			}
+			EXPECT(!c.twice, "seed %u %s: %u double dispatches",
+			       seed, kvs_sched_names[cfg.sched], c.twice);
+			EXPECT(busy == r.trace_work &&
+			       kvs_total_work(&sim) == r.trace_work,
+			       "seed %u %s: busy %llu, work %llu", seed,
+			       kvs_sched_names[cfg.sched],
+			       (unsigned long long)busy,
+			       (unsigned long long)r.trace_work);
+			/* The same schedule as kvsim's own run. */
+			for (i = 0; i < t.nr; i++)
+				if (rqs[i].complete != r.run[k].rqs[i].complete)
+					bad = true;
+			kvs_free(&sim);
+			free(rqs);
+			free(c.dispatched);
+		}
+		if (bad)
+			bad_runs++;
+		total += t.nr;
+		kvsim_result_free(&r);
+		kvsim_trace_free(&t);
+	}
+	EXPECT(bad_runs == 0, "%u bad runs", bad_runs);
+	diag("random: %u traces, %u requests, 3 schedulers each",
+	     KVST_RANDOM_TRACES, total);
+	return true;
+}
+
+/* The check catches what it is there to catch. */
+static bool test_check_detects(void)
+{
+	char err[KVSIM_ERR_MAX];
+	struct seed s;
+
+	if (!seed_run(&s, "tail"))
+		goto out;
+	s.r.run[KVS_PRIO].work -= 1;
+	EXPECT(kvsim_check(&s.r, err, sizeof(err)) == 1 &&
+	       strstr(err, "prio: total work"), "work: '%s'", err);
+	s.r.run[KVS_PRIO].work += 1;
+	s.r.run[KVS_KVBATCH].rqs[3].nr_dispatch = 2;
+	EXPECT(kvsim_check(&s.r, err, sizeof(err)) == 1 &&
+	       strstr(err, "dispatched 2 times"), "dispatch: '%s'", err);
+	s.r.run[KVS_KVBATCH].rqs[3].nr_dispatch = 1;
+	EXPECT(kvsim_check(&s.r, err, sizeof(err)) == 0, "restored: '%s'",
+	       err);
+out:
+	seed_free(&s);
+	return true;
+}
+
+int main(void)
+{
+	static const struct {
+		bool (*fn)(void);
+		const char *desc;
+	} tests[] = {
+		{ test_tail, "kvsim: built-in tail: completion order, same work" },
+		{ test_prefetch,
+		  "kvsim: built-in prefetch: completion order, same work" },
+		{ test_writes,
+		  "kvsim: built-in writes: completion order, same work" },
+		{ test_ticks, "kvsim: every event of a built-in on a tick" },
+		{ test_roundtrip, "kvsim: dumped traces parse back unchanged" },
+		{ test_parse_errors, "kvsim: bad trace lines refused with line" },
+		{ test_die_range, "kvsim: dies beyond the device refused" },
+		{ test_random,
+		  "kvsim: random traces conserve work, no double dispatch" },
+		{ test_check_detects, "kvsim: the check catches lost work" },
+	};
+	int n = sizeof(tests) / sizeof(tests[0]), i;
+
+	printf("TAP version 13\n1..%d\n", n);
+	for (i = 0; i < n; i++)
+		run_test(tests[i].fn, tests[i].desc);
+	printf("%d passed, %d failed\n", nr_pass, nr_fail);
+	return nr_fail ? 1 : 0;
+}
