@@ -10,7 +10,8 @@
 #   make unit                  policy core unit tests (userspace)
 #   make tools                 build/tools/kvbench (load generator) and
 #                              tools/kvsim/kvsim (scheduling simulator)
-#   make demo                  the main job: boot a guest, use kvbatch, fio
+#   make demo                  the main job, short: kvbatch against the peers
+#   make bench                 the comparison suite (build/bench/), ~40 min
 #   make install / uninstall   put kvbatch.ko in /lib/modules/<ver>/updates
 #   make deb                   build/deb/kvbatch-dkms_<ver>_all.deb (DKMS)
 #   make checkpatch sparse     static checks
@@ -51,7 +52,7 @@ endif
 SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h scripts
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
-.PHONY: all modules prepare all-kernels test unit demo checkpatch sparse \
+.PHONY: all modules prepare all-kernels test unit demo bench checkpatch sparse \
 	deps clean help print-kernels selftests-bin tools kvsim \
 	install uninstall deb
 
@@ -167,8 +168,13 @@ unit:
 test: deps
 	@$(TOP)/selftests/run-all.sh
 
+# The comparison suite (tools/kvsuite): every supported kernel, full
+# length; "make demo" is its short version on one kernel.
+bench: deps
+	@$(TOP)/tools/kvsuite
+
 demo: deps
-	@$(TOP)/tools/kvdemo
+	@$(TOP)/tools/kvsuite --quick
 
 clean:
 	rm -rf $(BUILD) $(TOP)/tools/kvsim/kvsim
