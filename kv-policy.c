@@ -78,8 +78,8 @@ const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
 	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
 	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
 				    0, KVB_NR_KEY_MODES - 1 },
-	[KVB_NORMAL_SHARE_PCT]	= { "normal_share_pct",	  10,	0,	50 },
-	[KVB_PREFETCH_SHARE_PCT] = { "prefetch_share_pct", 10,	0,	50 },
+	[KVB_NORMAL_SHARE_PCT]	= { "normal_share_pct",	  0,	0,	50 },
+	[KVB_PREFETCH_SHARE_PCT] = { "prefetch_share_pct", 5,	0,	50 },
 };
 
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };

@@ -19,8 +19,8 @@ KNOBS=(
 	"max_inflight 0 0 4096"
 	"front_merges 1 0 1"
 	"async_depth 0 0 65536"
-	"normal_share_pct 10 0 50"
-	"prefetch_share_pct 10 0 50"
+	"normal_share_pct 0 0 50"
+	"prefetch_share_pct 5 0 50"
 )
 
 kvb_require_root
