@@ -23,20 +23,8 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
 logdir=$top/build/test-logs
-mkdir -p "$logdir"
-
-pass=0 fail=0 skip=0 n=0
-t_pass() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $*"; }
-t_fail() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
-t_skip() { n=$((n + 1)); skip=$((skip + 1)); echo "ok $n # SKIP $*"; }
-diag() { sed -u 's/^/# /'; }
-
-start=$(date +%s)
-echo "TAP version 13"
-
-if ! scripts/install-deps.sh 2>&1 | diag; then
-	t_fail "install Debian packages from scripts/deps.txt"
-fi
+source "$top/selftests/lib-host.sh"
+host_begin
 
 kernels=${KVB_KERNELS:-$(make -s --no-print-directory print-kernels)}
 kernels=$(echo "$kernels" | tr -s ' ' '\n' | grep -v '^$')
@@ -82,12 +70,7 @@ if make --no-print-directory unit > "$logdir/unit.log" 2>&1; then
 else
 	unit_rc=1
 fi
-while read -r line; do
-	case $line in
-	"ok "*) t_pass "unit: ${line#ok * - }" ;;
-	"not ok "*) t_fail "unit: ${line#not ok * - }" ;;
-	esac
-done < <(grep -E '^(not )?ok [0-9]+ - ' "$logdir/unit.log")
+tap_points "unit: " "$logdir/unit.log" '^(not )?ok [0-9]+ - '
 if [ $unit_rc -ne 0 ] || ! grep -qE '^ok [0-9]+ - ' "$logdir/unit.log"; then
 	tail -20 "$logdir/unit.log" | diag
 	t_fail "unit tests build and run"
@@ -104,13 +87,7 @@ fi
 for t in cli browser; do
 	log=$logdir/kvsim-$t.log
 	selftests/kvsim_$t.sh > "$log" 2>&1
-	while read -r line; do
-		case $line in
-		"ok "*"# SKIP"*) t_skip "kvsim $t: ${line#ok * - }" ;;
-		"ok "*) t_pass "kvsim $t: ${line#ok * - }" ;;
-		"not ok "*) t_fail "kvsim $t: ${line#not ok * - }" ;;
-		esac
-	done < <(grep -E '^(not )?ok [0-9]+ - ' "$log")
+	tap_points "kvsim $t: " "$log" '^(not )?ok [0-9]+ - '
 	grep '^# ' "$log" | diag
 	grep -qE '^(not )?ok [0-9]+ - ' "$log" || t_fail "kvsim $t test ran"
 done
@@ -139,39 +116,14 @@ else
 fi
 newest=$(echo "$kernels" | sort -V | tail -1)
 for k in $kernels; do
-	log=$logdir/guest-$k.log
 	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
 	if [ -z "${KVB_TESTS:-}" ] && [ "$k" != "$newest" ] &&
 	   [ "${KVB_PACKAGE_ALL:-0}" != 1 ]; then
 		tests=$(echo "$tests" | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')
 		t_skip "$k: kvb_package.sh runs on $newest only (KVB_PACKAGE_ALL=1 for all)"
 	fi
-	echo "# booting $k"
 	# shellcheck disable=SC2086
-	tools/kvvm -k "$k" -l "$logdir/console-$k.log" -- \
-		selftests/run-guest.sh $tests > "$log" 2>&1 &
-	vm=$!
-	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | diag
-	wait $vm
-	rc=$?
-	# Top-level KTAP lines of the guest runner become our test points.
-	while read -r line; do
-		case $line in
-		"ok "*"# SKIP"*) t_skip "$k: ${line#ok * }" ;;
-		"ok "*) t_pass "$k: ${line#ok * }" ;;
-		"not ok "*) t_fail "$k: ${line#not ok * }" ;;
-		esac
-	done < <(grep -E '^(not )?ok [0-9]+ selftests:' "$log")
-	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
-		t_fail "$k: guest ran the selftests (kvvm status $rc)"
-	case $rc in
-	3) t_fail "$k: guest kernel log free of WARN/BUG/lockdep/KASAN reports" ;;
-	124|125) t_fail "$k: guest finished (kvvm status $rc)" ;;
-	*) t_pass "$k: guest kernel log free of WARN/BUG/lockdep/KASAN reports" ;;
-	esac
+	guest_run "$k" $tests
 done
 
-echo "1..$n"
-echo "# total time $(($(date +%s) - start))s"
-echo "$pass passed, $fail failed, $skip skipped"
-[ "$fail" -eq 0 ]
+host_end
