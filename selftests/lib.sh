@@ -137,6 +137,15 @@ kvb_nullb_fresh() {
 	[ -b /dev/nullb0 ] || ktap_exit_skip "nullb0 did not appear"
 }
 
+# Mount configfs (null_blk's configfs devices live there) if the guest
+# has not.
+kvb_configfs() {
+	[ -d /sys/kernel/config/nullb ] && return 0
+	mountpoint -q /sys/kernel/config ||
+		mount -t configfs configfs /sys/kernel/config 2>/dev/null
+	[ -d /sys/kernel/config/nullb ]
+}
+
 kvb_nullb_teardown() {
 	local d
 

@@ -56,7 +56,7 @@ static const char *const role_names[NR_ROLES] = {
 enum tag_mode { TAG_BE_HINT, TAG_RT, TAG_BE, TAG_NONE };
 enum write_mode { WRITE_DIRECT, WRITE_BUFFERED };
 
-#define MAX_STREAMS	256
+#define MAX_STREAMS	1024
 #define CDF_POINTS	200	/* batch completion CDF: 0.5% steps */
 
 struct opts {

@@ -1,0 +1,102 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# An adversary against kvbatch's batch table: one process keeping 1000
+# single-request "batches" outstanding (kvbench, 1000 closed-loop
+# streams), each with the next of 1023 ioprio hints, while it is moved
+# through 16 cgroups, so that it cycles through thousands of distinct
+# batch keys with about 1000 open at once, far more than max_batches. kvbatch's
+# memory must not grow (its batch descriptors are preallocated; extra keys
+# share their tier's overflow batch), the table must stay within
+# max_batches, and a well-behaved recall stream on the same disk must keep
+# completing its batches.
+source "$(dirname "$0")/lib.sh"
+
+RUNTIME=${RUNTIME:-15}
+NCG=16
+cg=/sys/fs/cgroup
+kvbench=$KVB_ROOT/build/tools/kvbench
+
+kvb_require_root
+kvb_require_cmd jq
+[ -x "$kvbench" ] || ktap_exit_skip "no $kvbench (make tools)"
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+[ -f $cg/cgroup.procs ] || ktap_exit_skip "no cgroup2 at $cg"
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 gb=4 irqmode=2 \
+	completion_nsec=500000
+
+ktap_print_header
+ktap_set_plan 5
+
+max=$(cat /sys/module/kvbatch/parameters/max_batches)
+echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
+for i in $(seq $NCG); do mkdir -p $cg/kvb-adv$i; done
+
+# Kernel memory that could grow: slab and vmalloc, in kB.
+kmem() {
+	awk '/^(Slab|VmallocUsed):/ { s += $2 } END { print s }' /proc/meminfo
+}
+
+# adversary SCHED [VICTIM]: run the adversary under SCHED (and the victim
+# recall stream alongside); sets $growth (peak slab + vmalloc growth, kB),
+# $adv (its pid) and, with a victim, $victim.
+adversary() {
+	local before m moves=0 i
+
+	kvb_set_sched nullb0 "$1" || return 1
+	# Room for the adversary's 1000 requests, each its own batch.
+	echo 2048 > /sys/block/nullb0/queue/nr_requests
+	before=$(kmem)
+	peak=$before
+	"$kvbench" -d /dev/nullb0 -t "$RUNTIME" -r 0 --streams 1000 --think 0 \
+		-s 1 --tag be-hint --solo-runs 1 --seed 3 --json \
+		> "$KVB_SCRATCH/adversary-$1.json" 2>&1 &
+	adv=$!
+	if [ -n "${2:-}" ]; then
+		"$kvbench" -d /dev/nullb0 -t "$RUNTIME" -r 20 -s 8 --tag rt \
+			--solo-runs 3 --seed 4 --json > "$KVB_SCRATCH/victim.json" 2>&1 &
+		victim=$!
+	fi
+	while kill -0 $adv 2>/dev/null; do
+		i=$((moves % NCG + 1))
+		echo $adv > $cg/kvb-adv$i/cgroup.procs 2>/dev/null && moves=$((moves + 1))
+		m=$(kmem)
+		[ "$m" -gt "$peak" ] && peak=$m
+		sleep 0.1
+	done
+	growth=$((peak - before))
+	log "$1: adversary $(jq -r '"\(.batch_ms.all.n) batches, \(.errors) errors"' "$KVB_SCRATCH/adversary-$1.json" 2>/dev/null), moved through $NCG cgroups $moves times; slab + vmalloc grew by $growth kB"
+}
+
+# The same load under mq-deadline is the baseline of what the rest of the
+# kernel (bios, requests, io_uring) needs for 1000 outstanding requests.
+adversary mq-deadline
+wait $adv
+base=$growth
+adversary kvbatch victim
+wait $adv; adv_rc=$?
+wait $victim; victim_rc=$?
+for i in $(seq $NCG); do rmdir $cg/kvb-adv$i 2>/dev/null; done
+
+opened=$(kvb_stat nullb0 demand_batches_opened)
+overflow=$(kvb_stat nullb0 demand_overflow_rqs)
+live_max=$(kvb_stat nullb0 batches_live_max)
+log "kvbatch: $opened demand batches opened, $overflow requests in the overflow batch, batches_live_max $live_max (max_batches $max)"
+log "victim: $(jq -r '"\(.batch_ms.all.n) batches, mean \(.batch_ms.all.mean) ms, p99 \(.batch_ms.all.p99) ms, \(.errors) errors"' "$KVB_SCRATCH/victim.json" 2>/dev/null)"
+
+ktap_check "the adversary's keys overflowed the batch table" \
+	test "$opened" -gt "$max" -a "$overflow" -gt 0 -a $adv_rc -eq 0
+ktap_check "the batch table stayed within max_batches" \
+	test "$live_max" -le $((max + 3))
+# kvbatch allocates nothing per request or per key: its growth must stay
+# within noise of mq-deadline's.
+ktap_check "kernel memory grew no more than under mq-deadline (+$growth vs +$base kB, 512 kB slack)" \
+	test "$growth" -le $((base + 512))
+victim_ok() {
+	[ $victim_rc -eq 0 ] &&
+		[ "$(jq '.batch_ms.all.n' "$KVB_SCRATCH/victim.json")" -gt $((RUNTIME * 10)) ]
+}
+ktap_check "a recall stream on the same disk kept completing its batches" victim_ok
+ktap_check "accounting balances" kvb_balanced nullb0
+kvb_nullb_teardown
+ktap_finished

@@ -1,0 +1,145 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Things that change under kvbatch while I/O is in flight:
+#  - a null_blk device powered off and deleted through configfs while fio
+#    runs on it with kvbatch selected (the queue is torn down with
+#    requests in the scheduler): fio must end, nothing may hang;
+#  - the second CPU unplugged and plugged back in a loop under verified
+#    fio (blk-mq remaps its hardware contexts);
+#  - the fio process moved between two cgroups in a loop while its batches
+#    are open (batch_key cgroup+ioprio): data verifies, accounting balances.
+source "$(dirname "$0")/lib.sh"
+
+CYCLES=${CYCLES:-5}
+RUNTIME=${RUNTIME:-10}
+CFS=/sys/kernel/config/nullb
+
+kvb_require_root
+kvb_require_cmd fio
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
+
+ktap_print_header
+ktap_set_plan 4
+
+# --- device removal ------------------------------------------------------
+# cfs_dev NAME: a configfs null_blk, memory backed, with timer completions;
+# prints the disk name (null_blk names the disk after the directory).
+cfs_dev() {
+	local d=$CFS/$1
+
+	mkdir "$d" || return 1
+	echo 512 > "$d/size"
+	echo 1 > "$d/memory_backed"
+	echo 2 > "$d/irqmode"
+	echo 200000 > "$d/completion_nsec"
+	echo 4 > "$d/hw_queue_depth"
+	echo 1 > "$d/power" || return 1
+	udevadm settle 2>/dev/null || true
+	[ -b "/dev/$1" ] || return 1
+	echo "$1"
+}
+
+removal() {
+	local i name disk pid
+
+	for i in $(seq "$CYCLES"); do
+		name=kvbrm$i
+		disk=$(cfs_dev $name) || { log "configfs device $name failed"; return 1; }
+		kvb_set_sched "$disk" kvbatch || { log "$disk: cannot select kvbatch"; return 1; }
+		echo 256 > "/sys/block/$disk/queue/nr_requests"
+		(cd "$KVB_SCRATCH" && timeout -k 5 120 fio --name=rm \
+			--filename="/dev/$disk" --direct=1 --ioengine=io_uring \
+			--rw=randrw --bs=4k --iodepth=32 --numjobs=2 \
+			--time_based --runtime=60 --continue_on_error=all \
+			>/dev/null 2>&1) &
+		pid=$!
+		sleep 2
+		echo 0 > "$CFS/$name/power" || { log "$disk: power off failed"; return 1; }
+		rmdir "$CFS/$name" || { log "$disk: rmdir failed"; return 1; }
+		# fio sees errors and must finish well before its runtime.
+		wait $pid
+		[ $? -ne 124 ] || { log "$disk: fio hung after removal"; return 1; }
+		[ ! -e "/sys/block/$disk" ] || { log "$disk still present"; return 1; }
+	done
+}
+
+if modprobe null_blk nr_devices=0 2>/dev/null && kvb_configfs; then
+	ktap_check "$CYCLES null_blk devices removed under I/O with kvbatch selected" removal
+else
+	ktap_test_skip "device removal: no null_blk configfs"
+fi
+modprobe -r null_blk 2>/dev/null
+
+# --- CPU hotplug ---------------------------------------------------------
+cpu=/sys/devices/system/cpu/cpu1/online
+modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=2 hw_queue_depth=8 \
+	memory_backed=1 gb=1 irqmode=2 completion_nsec=50000
+udevadm settle 2>/dev/null || true
+kvb_set_sched nullb0 kvbatch || log "nullb0: cannot select kvbatch"
+echo 256 > /sys/block/nullb0/queue/nr_requests
+
+verified_fio() {
+	kvb_fio "$1" --filename=/dev/nullb0 --direct=1 --ioengine=io_uring \
+		--rw=randwrite --bs=4k --bsrange=4k-64k --size=128M \
+		--iodepth=16 --numjobs=1 --verify=crc32c --verify_backlog=64 \
+		--time_based --runtime="$RUNTIME" --prioclass=2 --prio=4
+}
+
+hotplug() {
+	local pid i rc=0
+
+	verified_fio hotplug &
+	pid=$!
+	for i in $(seq "$CYCLES"); do
+		sleep 0.5
+		echo 0 > $cpu || { log "cpu1 offline failed"; rc=1; break; }
+		sleep 0.5
+		echo 1 > $cpu || { log "cpu1 online failed"; rc=1; break; }
+	done
+	echo 1 > $cpu 2>/dev/null
+	wait $pid || rc=1
+	return $rc
+}
+if [ -w $cpu ]; then
+	ktap_check "$CYCLES CPU unplug/replug cycles under verified fio" hotplug
+	ktap_check "accounting balances after CPU hotplug" kvb_balanced nullb0
+else
+	ktap_test_skip "CPU hotplug: no writable $cpu"
+	ktap_test_skip "CPU hotplug: no writable $cpu"
+fi
+
+# --- cgroup moves --------------------------------------------------------
+cg=/sys/fs/cgroup
+cgroup_moves() {
+	local pid rc=0 n=0 g
+
+	# The io controller gives each cgroup its own blkcg, hence its own key.
+	echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
+	mkdir -p $cg/kvb-a $cg/kvb-b || return 1
+	verified_fio cgmove &
+	pid=$!
+	# Move fio's threads (the job process is a child of the one started).
+	while kill -0 $pid 2>/dev/null; do
+		for g in kvb-a kvb-b; do
+			for p in $(pgrep -f "fio --output=$KVB_SCRATCH/cgmove.log" 2>/dev/null); do
+				echo "$p" > $cg/$g/cgroup.procs 2>/dev/null && n=$((n + 1))
+			done
+			sleep 0.2
+		done
+	done
+	wait $pid || rc=1
+	log "moved fio processes between cgroups $n times"
+	rmdir $cg/kvb-a $cg/kvb-b 2>/dev/null
+	[ $rc = 0 ] && [ $n -gt 10 ]
+}
+if [ -f $cg/cgroup.procs ]; then
+	moves_balanced() { cgroup_moves && kvb_balanced nullb0; }
+	ktap_check "fio moved between cgroups with batches open: data verifies, accounting balances" \
+		moves_balanced
+else
+	ktap_test_skip "cgroup moves: no cgroup2 at $cg"
+fi
+kvb_nullb_teardown
+ktap_finished
