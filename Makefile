@@ -7,6 +7,8 @@
 #   make KDIR=<dir> KSRC=<dir> use another build tree / kernel source tree
 #   make all-kernels           build for every supported installed kernel
 #   make test                  the test suite (what .ci/run runs)
+#   make test-debug            selftests on a KASAN/lockdep/kmemleak kernel
+#   make soak                  10 minutes of mixed load with every stress
 #   make unit                  policy core unit tests (userspace)
 #   make tools                 build/tools/kvbench (load generator) and
 #                              tools/kvsim/kvsim (scheduling simulator)
@@ -52,7 +54,8 @@ endif
 SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h scripts
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
-.PHONY: all modules prepare all-kernels test unit demo bench checkpatch sparse \
+.PHONY: all modules prepare all-kernels test test-debug soak unit demo bench \
+	checkpatch sparse \
 	deps clean help print-kernels selftests-bin tools kvsim \
 	install uninstall deb
 
@@ -167,6 +170,20 @@ unit:
 
 test: deps
 	@$(TOP)/selftests/run-all.sh
+
+# The debug-kernel run (builds the kernel once, ~20 min, cached in
+# /var/cache/kvbatch) and the soak (SOAK_SECONDS, default 600, on
+# SOAK_KERNEL, default the Debian 6.1 kernel; KVB_DEBUG=1: the debug one).
+test-debug: deps
+	@$(TOP)/selftests/run-debug.sh
+
+SOAK_SECONDS	?= 600
+soak: deps
+	@k=$${SOAK_KERNEL:-$(KREL_61)}; \
+	if [ "$${KVB_DEBUG:-0}" = 1 ]; then k=$$($(TOP)/scripts/debug-kernel.sh) || exit 1; fi; \
+	$(MAKE) --no-print-directory KERNELRELEASE=$$k modules tools selftests-bin && \
+	$(TOP)/tools/kvvm -k $$k -t $$(( $(SOAK_SECONDS) + 900 )) -- \
+		env SOAK_SECONDS=$(SOAK_SECONDS) selftests/kvb_soak.sh
 
 # The comparison suite (tools/kvsuite): every supported kernel, full
 # length; "make demo" is its short version on one kernel.

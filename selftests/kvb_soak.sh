@@ -1,0 +1,133 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# The soak ("make soak", not part of make test): SOAK_SECONDS (default 600)
+# of a mixed tagged workload with the stresses of the other selftests
+# interleaved. Verified fio (RT, BE with hints, IDLE and async writes) runs
+# on nvme0n1 and nullb0 under kvbatch the whole time, while in turn:
+#  - a second null_blk switches between kvbatch and the peers under load;
+#  - knobs and nr_requests take random valid values on nullb0;
+#  - CPU 1 goes offline and back;
+#  - fio is moved between cgroups;
+#  - an adversary submits thousands of distinct batch keys (kvbench);
+#  - null_blk devices are created, loaded and removed through configfs.
+# At the end every fio job must have verified its data, kvbatch's
+# accounting must balance, and (checked by kvvm) the kernel log must be
+# clean.
+source "$(dirname "$0")/lib.sh"
+
+SOAK_SECONDS=${SOAK_SECONDS:-600}
+kvbench=$KVB_ROOT/build/tools/kvbench
+cg=/sys/fs/cgroup
+
+kvb_require_root
+kvb_require_cmd fio
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+[ -b /dev/nvme0n1 ] || ktap_exit_skip "no /dev/nvme0n1"
+kvb_nullb_fresh nr_devices=2 submit_queues=2 hw_queue_depth=8 \
+	memory_backed=1 gb=1 irqmode=2 completion_nsec=50000
+
+ktap_print_header
+ktap_set_plan 4
+
+for d in nvme0n1 nullb0; do
+	kvb_set_sched $d kvbatch
+	echo 512 > /sys/block/$d/queue/nr_requests
+done
+echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
+mkdir -p $cg/kvb-soak-a $cg/kvb-soak-b
+
+# Tagged, verified jobs on both disks for the whole soak.
+soak_fio() {
+	local d=$1
+
+	kvb_fio "soak-$d" --filename=/dev/$d --direct=1 --ioengine=io_uring \
+		--time_based --runtime="$SOAK_SECONDS" --size=256M \
+		--verify=crc32c --verify_backlog=128 --bsrange=4k-128k \
+		--name=recall --rw=randrw --iodepth=16 --prioclass=1 --prio=2 \
+		--name=engine --rw=randrw --iodepth=8 --prioclass=2 --prio=4 \
+			--offset=256M \
+		--name=prefetch --rw=randrw --iodepth=8 --prioclass=3 \
+			--offset=512M
+}
+soak_fio nvme0n1 & f1=$!
+soak_fio nullb0 & f2=$!
+
+end=$((SECONDS + SOAK_SECONDS - 20))
+declare -A done_
+knobs=(demand_expire_ms:1:1000 normal_expire_ms:1:1000 prefetch_expire_ms:1:3000
+       write_expire_ms:1:5000 write_batch:1:64 write_defer_max:1:512
+       batch_window_us:0:5000 max_inflight:0:64 normal_share_pct:0:50
+       prefetch_share_pct:0:50)
+round=0
+while [ $SECONDS -lt $end ]; do
+	round=$((round + 1))
+	case $((round % 6)) in
+	0)	# scheduler switches on nullb1 under load
+		(fio --name=sw --filename=/dev/nullb1 --direct=1 --rw=randrw \
+			--bs=4k --iodepth=16 --time_based --runtime=8 \
+			--ioengine=io_uring --output=/dev/null) & p=$!
+		for s in kvbatch mq-deadline kvbatch none kvbatch kyber kvbatch bfq; do
+			echo $s > /sys/block/nullb1/queue/scheduler 2>/dev/null
+			sleep 0.5
+		done
+		wait $p
+		done_[switch]=$((${done_[switch]:-0} + 8)) ;;
+	1)	# knobs and nr_requests under load
+		for i in $(seq 20); do
+			k=${knobs[RANDOM % ${#knobs[@]}]}
+			IFS=: read -r n lo hi <<< "$k"
+			echo $((lo + RANDOM % (hi - lo + 1))) > /sys/block/nullb0/queue/iosched/$n
+			echo $((64 + RANDOM % 960)) > /sys/block/nullb0/queue/nr_requests
+			sleep 0.2
+		done
+		done_[knobs]=$((${done_[knobs]:-0} + 20)) ;;
+	2)	# CPU hotplug
+		if [ -w /sys/devices/system/cpu/cpu1/online ]; then
+			echo 0 > /sys/devices/system/cpu/cpu1/online; sleep 1
+			echo 1 > /sys/devices/system/cpu/cpu1/online; sleep 1
+			done_[hotplug]=$((${done_[hotplug]:-0} + 1))
+		fi ;;
+	3)	# cgroup moves of the fio processes
+		for i in $(seq 10); do
+			g=kvb-soak-a
+			[ $((i % 2)) = 0 ] || g=kvb-soak-b
+			for p in $(pgrep -f "soak-nullb0.log"); do
+				echo "$p" > $cg/$g/cgroup.procs 2>/dev/null
+			done
+			sleep 0.2
+		done
+		for p in $(pgrep -f "soak-nullb0.log"); do
+			echo "$p" > $cg/kvb-soak-a/cgroup.procs 2>/dev/null
+		done
+		done_[cgroup]=$((${done_[cgroup]:-0} + 10)) ;;
+	4)	# an adversary of distinct keys
+		[ -x "$kvbench" ] && "$kvbench" -d /dev/nvme0n1 -t 5 -r 2000 -s 1 \
+			--tag be-hint --solo-runs 1 > /dev/null 2>&1
+		done_[adversary]=$((${done_[adversary]:-0} + 1)) ;;
+	5)	# a configfs device created, used and removed under I/O
+		c=/sys/kernel/config/nullb/kvbsoak
+		if kvb_configfs && mkdir $c 2>/dev/null; then
+			echo 256 > $c/size; echo 1 > $c/power
+			udevadm settle 2>/dev/null
+			d=kvbsoak
+			echo kvbatch > /sys/block/$d/queue/scheduler
+			(timeout 30 fio --name=rm --filename=/dev/$d --direct=1 \
+				--rw=randread --bs=4k --iodepth=16 --time_based \
+				--runtime=20 --continue_on_error=all \
+				--output=/dev/null) & p=$!
+			sleep 2
+			echo 0 > $c/power; rmdir $c
+			wait $p
+			done_[removal]=$((${done_[removal]:-0} + 1))
+		fi ;;
+	esac
+done
+for k in "${!done_[@]}"; do log "$k: ${done_[$k]}"; done
+ktap_check "nvme0n1: ${SOAK_SECONDS}s of tagged verified fio" wait $f1
+ktap_check "nullb0: ${SOAK_SECONDS}s of tagged verified fio" wait $f2
+ktap_check "nvme0n1: accounting balances" kvb_balanced nvme0n1
+ktap_check "nullb0: accounting balances" kvb_balanced nullb0
+rmdir $cg/kvb-soak-a $cg/kvb-soak-b 2>/dev/null
+kvb_nullb_teardown
+ktap_finished
