@@ -69,8 +69,10 @@ ktap_finished() {
 	fi
 	echo "# totals: pass:$_ktap_pass fail:$_ktap_fail skip:$_ktap_skip"
 	rm -rf "$KVB_SCRATCH"
-	[ "$_ktap_fail" -eq 0 ] && exit $KSFT_PASS
-	exit $KSFT_FAIL
+	[ "$_ktap_fail" -eq 0 ] || exit $KSFT_FAIL
+	# Nothing ran: the program is a skip, not a pass.
+	[ "$_ktap_pass" -eq 0 ] && [ "$_ktap_skip" -gt 0 ] && exit $KSFT_SKIP
+	exit $KSFT_PASS
 }
 
 log() {
