@@ -67,12 +67,12 @@ if [ ! -f "$src/.kvb-src" ] || [ "$(cat "$src/.kvb-src")" != "$pkg $ver" ]; then
 	tar -xJf "$tarball" -C "$src" --strip-components=1
 	echo "$pkg $ver" > "$src/.kvb-src"
 fi
-{
+(
 	set -x
 	make -C "$src" O="$obj" defconfig
 	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag"
 	make -C "$src" O="$obj" olddefconfig
-} > "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
+) > "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
 
 # The fragment is only a request: make sure Kconfig granted what the tests
 # rely on (a dependency missing from defconfig would silently drop it).
