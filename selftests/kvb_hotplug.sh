@@ -126,13 +126,14 @@ cgroup_moves() {
 			for p in $(pgrep -f "fio --output=$KVB_SCRATCH/cgmove.log" 2>/dev/null); do
 				echo "$p" > $cg/$g/cgroup.procs 2>/dev/null && n=$((n + 1))
 			done
-			sleep 0.2
+			sleep 0.1
 		done
 	done
 	wait $pid || rc=1
 	log "moved fio processes between cgroups $n times"
 	rmdir $cg/kvb-a $cg/kvb-b 2>/dev/null
-	[ $rc = 0 ] && [ $n -gt 10 ]
+	# A debug kernel under emulation manages about one move a second.
+	[ $rc = 0 ] && [ $n -ge 10 ]
 }
 if [ -f $cg/cgroup.procs ]; then
 	moves_balanced() { cgroup_moves && kvb_balanced nullb0; }
