@@ -65,7 +65,7 @@ print-kernels:
 	@echo $(SUPPORTED_KRELS)
 
 help:
-	@sed -n '3,15p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
+	@sed -n '3,/^$$/p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'
 
 deps:
 	@$(TOP)/scripts/install-deps.sh
