@@ -20,16 +20,7 @@ kvb_require_cmd make depmod modinfo fio
 ktap_print_header
 ktap_set_plan 9
 
-# The guest is fresh: nothing selects kvbatch yet, so it can be unloaded.
-unload() {
-	local d
-
-	for d in /sys/block/*/queue/scheduler; do
-		grep -q '\[kvbatch\]' "$d" && echo none > "$d"
-	done
-	! kvb_loaded || rmmod kvbatch
-}
-ktap_check "kvbatch unloaded before installing" unload
+ktap_check "kvbatch unloaded before installing" kvb_unload
 
 install_it() {
 	make -s -C "$KVB_ROOT" --no-print-directory KERNELRELEASE="$krel" \

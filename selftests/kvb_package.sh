@@ -29,15 +29,7 @@ dpkg -s kvbatch-dkms >/dev/null 2>&1 &&
 ktap_print_header
 ktap_set_plan 10
 
-unload() {
-	local d
-
-	for d in /sys/block/*/queue/scheduler; do
-		grep -q '\[kvbatch\]' "$d" && echo none > "$d"
-	done
-	! kvb_loaded || rmmod kvbatch
-}
-ktap_check "kvbatch unloaded before installing the package" unload
+ktap_check "kvbatch unloaded before installing the package" kvb_unload
 
 # dpkg -i runs DKMS's postinst: add, build and install for the running
 # kernel (and the newest installed one).

@@ -97,6 +97,17 @@ kvb_loaded() {
 	[ -d /sys/module/kvbatch ]
 }
 
+# Deselect kvbatch on every disk and unload it (a fresh guest: nothing
+# else selected it), so that a test can install and load it its own way.
+kvb_unload() {
+	local d
+
+	for d in /sys/block/*/queue/scheduler; do
+		grep -q '\[kvbatch\]' "$d" && echo none > "$d"
+	done
+	! kvb_loaded || rmmod kvbatch
+}
+
 kvb_load() {
 	kvb_loaded && return 0
 	[ -f "$KVB_KO" ] || { log "missing $KVB_KO"; return 1; }

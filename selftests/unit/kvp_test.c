@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "kvsim-core.h"
+#include "tap.h"
 
 /* Randomized traces in test f (override with -DKVT_RANDOM_TRACES=n). */
 #ifndef KVT_RANDOM_TRACES
@@ -33,50 +34,6 @@
 #define US	1000ULL
 #define MS	1000000ULL
 
-static int nr_pass, nr_fail, nr_run;
-
-/* Per-test failure state: the first few messages are printed. */
-static bool t_ok;
-static int t_msgs;
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-#define EXPECT(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			t_ok = false;					\
-			if (t_msgs++ < 8) {				\
-				printf("# FAIL %s:%d: ", __func__,	\
-				       __LINE__);			\
-				printf(__VA_ARGS__);			\
-				printf("\n");				\
-			}						\
-		}							\
-	} while (0)
-
-static void run_test(bool (*fn)(void), const char *desc)
-{
-	t_ok = true;
-	t_msgs = 0;
-	nr_run++;
-	if (fn() && t_ok) {
-		nr_pass++;
-		printf("ok %d - %s\n", nr_run, desc);
-	} else {
-		nr_fail++;
-		printf("not ok %d - %s\n", nr_run, desc);
-	}
-	fflush(stdout);
-}
 
 /* A failure detail: shares the per-test budget of EXPECT messages. */
 #define FAIL_DIAG(...)							\

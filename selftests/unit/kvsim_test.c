@@ -16,6 +16,7 @@
 #include <stdlib.h>
 
 #include "kvsim-run.h"
+#include "tap.h"
 
 #ifndef KVST_RANDOM_TRACES
 #define KVST_RANDOM_TRACES	300
@@ -23,48 +24,6 @@
 
 #define US	1000ULL
 
-static int nr_pass, nr_fail, nr_run;
-static bool t_ok;
-static int t_msgs;
-
-static void diag(const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("# ");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-}
-
-#define EXPECT(cond, ...)						\
-	do {								\
-		if (!(cond)) {						\
-			t_ok = false;					\
-			if (t_msgs++ < 8) {				\
-				printf("# FAIL %s:%d: ", __func__,	\
-				       __LINE__);			\
-				printf(__VA_ARGS__);			\
-				printf("\n");				\
-			}						\
-		}							\
-	} while (0)
-
-static void run_test(bool (*fn)(void), const char *desc)
-{
-	t_ok = true;
-	t_msgs = 0;
-	nr_run++;
-	if (fn() && t_ok) {
-		nr_pass++;
-		printf("ok %d - %s\n", nr_run, desc);
-	} else {
-		nr_fail++;
-		printf("not ok %d - %s\n", nr_run, desc);
-	}
-	fflush(stdout);
-}
 
 /* ---- helpers ---------------------------------------------------------- */
 

@@ -7,17 +7,6 @@
 
 #include "kvsim-run.h"
 
-static void kvsim_err(char *err, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, len, fmt, ap);
-	va_end(ap);
-}
-
 static u64 kvsim_gcd(u64 a, u64 b)
 {
 	while (b) {

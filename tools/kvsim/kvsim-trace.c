@@ -110,13 +110,13 @@ const unsigned int kvsim_nr_builtins =
 	sizeof(kvsim_builtins) / sizeof(kvsim_builtins[0]);
 
 /* Tunables whose effect the device model does not have. */
-static bool kvsim_tunable_modelled(int t)
+bool kvsim_tunable_modelled(int t)
 {
 	return t != KVB_FRONT_MERGES && t != KVB_ASYNC_DEPTH &&
 	       t != KVB_BATCH_KEY;
 }
 
-static void kvsim_err(char *err, size_t len, const char *fmt, ...)
+void kvsim_err(char *err, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 

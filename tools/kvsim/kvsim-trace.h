@@ -97,6 +97,11 @@ int kvsim_parse_set(const char *arg, int *tunable, unsigned int *value,
 
 /* Durations: a number with ns, us, ms or s (bare numbers are us). */
 int kvsim_parse_time(const char *s, u64 *ns);
+/* Tunables whose effect the device model has (--set, --list). */
+bool kvsim_tunable_modelled(int t);
+/* printf into the caller's error buffer, if it gave one. */
+void kvsim_err(char *err, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 /* Microseconds, with three decimals only when needed. */
 const char *kvsim_fmt_us(char *buf, size_t len, u64 ns);
 

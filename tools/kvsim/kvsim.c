@@ -116,8 +116,7 @@ static void list_builtins(void)
 	for (k = 0; k < KVB_NR_TUNABLES; k++) {
 		const struct kvb_tunable_desc *d = &kvb_tunables[k];
 
-		if (k == KVB_FRONT_MERGES || k == KVB_ASYNC_DEPTH ||
-		    k == KVB_BATCH_KEY)
+		if (!kvsim_tunable_modelled(k))
 			continue;
 		printf("  %-20s %6u   %u..%u%s\n", d->name, d->def, d->min,
 		       d->max, k == KVB_MAX_INFLIGHT ?
