@@ -24,6 +24,7 @@
 #include <linux/blk-cgroup.h>
 #include <linux/bio.h>
 #include <linux/cgroup.h>
+#include <linux/ctype.h>
 #include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/sbitmap.h>
@@ -868,6 +869,26 @@ static int kvb_parse_key(const char *page, size_t count, unsigned int *val)
 	return -EINVAL;
 }
 
+/*
+ * Tunables are plain unsigned decimals: digits and at most one trailing
+ * newline. kstrtouint() alone would also take a leading '+' and would stop
+ * at an embedded NUL ("5\0junk" read as 5); both are refused here so that
+ * a malformed write never changes a value.
+ */
+static int kvb_parse_uint(const char *page, size_t count, unsigned int *val)
+{
+	size_t i;
+
+	if (count && page[count - 1] == '\n')
+		count--;
+	if (!count)
+		return -EINVAL;
+	for (i = 0; i < count; i++)
+		if (!isdigit(page[i]))
+			return -EINVAL;
+	return kstrtouint(page, 10, val);
+}
+
 static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 				 size_t count, enum kvb_tunable t)
 {
@@ -878,7 +899,7 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	if (t == KVB_BATCH_KEY) {
 		if (kvb_parse_key(page, count, &val))
 			return -EINVAL;
-	} else if (kstrtouint(page, 10, &val)) {
+	} else if (kvb_parse_uint(page, count, &val)) {
 		return -EINVAL;
 	}
 	if (val < kvb_tunables[t].min || val > kvb_tunables[t].max)

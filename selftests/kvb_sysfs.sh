@@ -4,7 +4,9 @@
 # sysfs tunables: each knob round-trips its minimum, its maximum and its
 # default; each bad input (garbage, sign, fraction, hex, out of range,
 # overflow, empty line, a huge string) fails with EINVAL and leaves the value
-# unchanged. Also checks that the debugfs state files exist.
+# unchanged; so do boundary values and FUZZ (default 200) random byte strings
+# per knob. Also checks that the debugfs state files exist, and that random
+# valid knob and nr_requests writes under verified load are safe.
 source "$(dirname "$0")/lib.sh"
 
 # name default min max: must match kvb_tunables[] in kv-sched.c.
@@ -24,12 +26,13 @@ KNOBS=(
 )
 
 kvb_require_root
+kvb_require_cmd python3
 disk=nvme0n1
 [ -b /dev/$disk ] || ktap_exit_skip "no /dev/$disk"
 kvb_load || ktap_exit_skip "cannot load kvbatch"
 
 ktap_print_header
-ktap_set_plan $((${#KNOBS[@]} * 3 + 6))
+ktap_set_plan $((${#KNOBS[@]} * 5 + 7))
 
 kvb_set_sched $disk kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
 dir=/sys/block/$disk/queue/iosched
@@ -77,12 +80,50 @@ bad_inputs() {
 	done
 }
 
+# boundaries FILE MIN MAX: the edges of the range (and leading zeros, and
+# one trailing newline) are taken and read back; one step outside either
+# edge, the unsigned and 64-bit limits, signs, surrounding whitespace and a
+# second newline are refused and change nothing.
+boundaries() {
+	local f=$1 min=$2 max=$3 before v
+
+	for v in "$min" "$max" "000$max" "$min"$'\n'; do
+		printf '%s' "$v" > "$f" || { log "$f: '$v' refused"; return 1; }
+		[ "$(cat "$f")" = "$((10#${v%$'\n'}))" ] ||
+			{ log "$f: wrote '$v', read $(cat "$f")"; return 1; }
+	done
+	before=$(cat "$f")
+	set -- "$((max + 1))" 4294967295 4294967296 18446744073709551615 \
+		18446744073709551616 "+$min" "+$max" "-0" "-$max" " $max" \
+		"$max " "$max"$'\t' "$max"$'\r' "$max"$'\n\n' $'\n'"$max"
+	[ "$min" = 0 ] || set -- "$@" "$((min - 1))"
+	for v; do
+		write_rejected "$f" "$v" || { log "$f accepted '$v'"; return 1; }
+		[ "$(cat "$f")" = "$before" ] || { log "$f changed after '$v'"; return 1; }
+	done
+}
+
+# fuzz_random FILE VALID: FUZZ writes of random bytes (sysfs-fuzz.py):
+# noise, and VALID with noise around or inside it, NUL bytes included; each
+# must fail with EINVAL and change nothing. The seed is logged on failure.
+FUZZ=${FUZZ:-200}
+fuzz_random() {
+	local seed=$RANDOM$RANDOM
+
+	"$(dirname "$0")/sysfs-fuzz.py" "$1" "$2" "$FUZZ" "$seed" ||
+		{ log "sysfs-fuzz.py $1 $2 $FUZZ $seed failed"; return 1; }
+}
+
 for k in "${KNOBS[@]}"; do
 	read -r name def min max <<< "$k"
 	f=$dir/$name
 	ktap_check "$name: default is $def" test "$(cat "$f" 2>/dev/null)" = "$def"
 	ktap_check "$name: $min and $max round-trip" roundtrip "$f" "$min" "$max" "$def"
 	ktap_check "$name: bad input -> EINVAL, value unchanged" bad_inputs "$f" "$max"
+	ktap_check "$name: boundary values" boundaries "$f" "$min" "$max"
+	echo "$def" > "$f"
+	ktap_check "$name: $FUZZ random byte strings -> EINVAL, value unchanged" \
+		fuzz_random "$f" "$def"
 done
 
 # batch_key is a choice of names, shown like the scheduler list.
@@ -118,11 +159,13 @@ debugfs_files() {
 	done
 }
 ktap_check "batch_key: bad names -> EINVAL, value unchanged" key_rejects
+ktap_check "batch_key: $FUZZ random byte strings -> EINVAL, value unchanged" \
+	fuzz_random $key cgroup+ioprio
 ktap_check "debugfs state files readable" debugfs_files
 
 # Knob changes under load must be safe.
 knobs_under_load() {
-	local pid i rc
+	local pid i rc=0
 
 	(cd "$KVB_SCRATCH" && fio --name=load --filename=/dev/$disk --rw=randrw \
 		--bs=4k --size=16M --direct=1 --ioengine=libaio --iodepth=16 \
@@ -130,8 +173,15 @@ knobs_under_load() {
 		--output=/dev/null) &
 	pid=$!
 	local keys=(ioprio cgroup cgroup+ioprio)
+	local nrq=/sys/block/$disk/queue/nr_requests nr0 nr
 
+	nr0=$(cat $nrq)
 	for i in $(seq 100); do
+		# Each nr_requests write freezes the queue and resizes the
+		# scheduler tags under kvbatch (its depth_updated hook).
+		nr=$((4 + RANDOM % 1021))
+		echo $nr > $nrq || { log "nr_requests $nr refused"; rc=1; }
+		[ "$(cat $nrq)" = $nr ] || { log "nr_requests: wrote $nr, read $(cat $nrq)"; rc=1; }
 		echo $((RANDOM % 2)) > $dir/front_merges
 		echo $((RANDOM % 64)) > $dir/async_depth
 		echo $((1 + RANDOM % 5000)) > $dir/write_expire_ms
@@ -145,15 +195,16 @@ knobs_under_load() {
 		echo "${keys[$((RANDOM % 3))]}" > $dir/batch_key
 	done
 	echo cgroup+ioprio > $dir/batch_key
-	wait $pid
-	rc=$?
+	echo "$nr0" > $nrq
+	wait $pid || rc=1
 	for k in "${KNOBS[@]}"; do
 		read -r name def _ <<< "$k"
 		echo "$def" > "$dir/$name"
 	done
 	return $rc
 }
-ktap_check "random valid knob writes under verified load" knobs_under_load
+ktap_check "random valid knob and nr_requests writes under verified load" \
+	knobs_under_load
 
 kvb_set_sched $disk none
 ktap_finished
