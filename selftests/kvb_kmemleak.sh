@@ -2,9 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Leaks: after the other tests (and a few more select/deselect cycles),
-# kmemleak must find no unreferenced object allocated by kvbatch. Runs last;
-# needs a kernel with CONFIG_DEBUG_KMEMLEAK (the debug kernel of make
-# test-debug), otherwise SKIP.
+# kmemleak must find no unreferenced object allocated by kvbatch, neither
+# while the module is loaded (backtraces name kvbatch's functions) nor after
+# it is unloaded (backtraces then hold bare addresses, checked against the
+# range the module occupied). Runs last; needs a kernel with
+# CONFIG_DEBUG_KMEMLEAK (the debug kernel of make test-debug), otherwise
+# SKIP.
 source "$(dirname "$0")/lib.sh"
 
 km=/sys/kernel/debug/kmemleak
@@ -15,7 +18,7 @@ kvb_load || ktap_exit_skip "cannot load kvbatch"
 kvb_nullb_fresh submit_queues=2 hw_queue_depth=8 irqmode=2 completion_nsec=20000
 
 ktap_print_header
-ktap_set_plan 2
+ktap_set_plan 3
 
 cycles() {
 	local i
@@ -31,11 +34,15 @@ kvb_nullb_teardown
 
 # Two scans: kmemleak reports an object only once it was seen unreferenced
 # by a scan after the previous one.
+kmemleak_scan() {
+	echo scan > $km; sleep 2; echo scan > $km
+	cat $km > "$KVB_SCRATCH/kmemleak"
+}
+
 scan_clean() {
 	local n mine
 
-	echo scan > $km; sleep 2; echo scan > $km
-	cat $km > "$KVB_SCRATCH/kmemleak"
+	kmemleak_scan
 	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
 	mine=$(awk '/^unreferenced object/ { o = $0 } /kv[bp]_|kvbatch/ && o { print o; o = "" }' \
 		"$KVB_SCRATCH/kmemleak" | wc -l)
@@ -43,4 +50,36 @@ scan_clean() {
 	[ "$mine" -eq 0 ] || { grep -B2 -A20 -E 'kv[bp]_|kvbatch' "$KVB_SCRATCH/kmemleak" | head -60 | sed 's/^/# /'; return 1; }
 }
 ktap_check "kmemleak finds nothing allocated by kvbatch" scan_clean
+
+# After rmmod: an object kvbatch leaked outlives the module, and its
+# allocation backtrace points into the module's former text.
+scan_after_unload() {
+	local base size n mine lo hi obj line a
+
+	read -r base size < <(awk '$1 == "kvbatch" { print $6, $2 }' /proc/modules)
+	case $base in
+	0x*[1-9a-f]*) ;;
+	*) log "cannot read kvbatch's address from /proc/modules ($base)"; return 1 ;;
+	esac
+	kvb_unload || { log "rmmod kvbatch failed"; return 1; }
+	kmemleak_scan
+	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
+	# Bash arithmetic is signed 64-bit: kernel addresses are negative, and
+	# ordering holds between them.
+	lo=$((base)) hi=$((base + size)) mine=0 obj=
+	while read -r line; do
+		case $line in
+		"unreferenced object"*) obj=$line; continue ;;
+		"[<"*) [ -n "$obj" ] || continue ;;
+		*) continue ;;
+		esac
+		a=${line#\[<}; a=$((0x${a%%>*}))
+		if [ "$a" -ge "$lo" ] && [ "$a" -lt "$hi" ]; then
+			mine=$((mine + 1)); obj=
+		fi
+	done < "$KVB_SCRATCH/kmemleak"
+	log "kmemleak after unload: $n unreferenced objects in total, $mine from kvbatch's former range $base+$size"
+	[ "$mine" -eq 0 ] || { head -60 "$KVB_SCRATCH/kmemleak" | sed 's/^/# /'; return 1; }
+}
+ktap_check "after rmmod, kmemleak finds nothing allocated by kvbatch" scan_after_unload
 ktap_finished
