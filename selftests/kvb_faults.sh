@@ -141,17 +141,27 @@ nullb_inject() {
 # allocation of the writer fails (probability 100, interval k: a different
 # allocation for k = 1..40); the switch either succeeds or fails
 # and leaves mq-deadline in place, and kvbatch is selectable afterwards.
+# An injection that fired is seen as the attribute's "times" dropping from
+# 1 to 0. A page allocation failure may be absorbed by design (blk-mq
+# retries the request pool at a lower order, kvmalloc falls back to
+# vmalloc), so for fail_page_alloc the switch succeeding is no failure; for
+# failslab, kvbatch's own allocations must make some switches fail.
 alloc_failures() {
-	local attr=$1 k ok=0 failed=0
+	local attr=$1 k ok=0 failed=0 fired=0 broken=0 minorder
 
 	[ -d "$DBG/$attr" ] || { ktap_test_skip "$attr on kvbatch's allocations: kernel without it (make test-debug)"; return; }
 	nullb_up || { ktap_test_fail "$attr: null_blk"; return; }
 	echo 1 > "$DBG/$attr/task-filter"
 	# By default sleeping (GFP_KERNEL) allocations are exempt, and those
-	# are the ones an elevator's init makes.
+	# are the ones an elevator's init makes; fail_page_alloc also exempts
+	# order-0 pages by default.
 	echo N > "$DBG/$attr/ignore-gfp-wait"
+	if [ -f "$DBG/$attr/min-order" ]; then
+		minorder=$(cat "$DBG/$attr/min-order")
+		echo 0 > "$DBG/$attr/min-order"
+	fi
 	for k in $(seq 1 40); do
-		kvb_set_sched nullb0 mq-deadline || { log "$attr: cannot reset"; break; }
+		kvb_set_sched nullb0 mq-deadline || { log "$attr: cannot reset"; broken=1; break; }
 		fault_attr "$attr" 100 "$k" 1
 		# Only this subshell has make-it-fail set.
 		if bash -c 'echo 1 > /proc/self/make-it-fail; echo kvbatch > /sys/block/nullb0/queue/scheduler' 2>/dev/null; then
@@ -159,20 +169,26 @@ alloc_failures() {
 		else
 			failed=$((failed + 1))
 		fi
+		[ "$(cat "$DBG/$attr/times")" = 0 ] && fired=$((fired + 1))
 		fault_attr "$attr"
 		# Failed or not, the queue has one scheduler and does I/O.
 		case $(kvb_sched_of nullb0) in
 		kvbatch|mq-deadline) ;;
-		*) log "$attr k=$k: scheduler is '$(kvb_sched_of nullb0)'"; failed=-1000; break ;;
+		*) log "$attr k=$k: scheduler is '$(kvb_sched_of nullb0)'"; broken=1; break ;;
 		esac
 		dd if=/dev/nullb0 of=/dev/null bs=64k count=16 iflag=direct status=none ||
-			{ log "$attr k=$k: I/O failed"; failed=-1000; break; }
+			{ log "$attr k=$k: I/O failed"; broken=1; break; }
 	done
 	echo 0 > "$DBG/$attr/task-filter"
 	echo Y > "$DBG/$attr/ignore-gfp-wait"
-	log "$attr: 40 selections with one allocation failing (interval 1..40): $ok succeeded, $failed failed cleanly"
-	check() { [ $failed -gt 0 ] && kvb_set_sched nullb0 kvbatch; }
-	ktap_check "$attr: selecting kvbatch with an allocation failing fails cleanly" check
+	[ -z "${minorder:-}" ] || echo "$minorder" > "$DBG/$attr/min-order"
+	log "$attr: 40 selections, one allocation failing in each (interval 1..40): $fired injections fired; $ok selections succeeded, $failed failed cleanly"
+	check() {
+		[ $broken = 0 ] && [ $fired -gt 0 ] || return 1
+		[ "$attr" != failslab ] || [ $failed -gt 0 ] || return 1
+		kvb_set_sched nullb0 kvbatch
+	}
+	ktap_check "$attr: selecting kvbatch with an allocation failing fails cleanly or recovers" check
 	nullb_down
 }
 
