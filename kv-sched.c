@@ -1038,6 +1038,12 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	int i;
 
 	spin_lock_irq(&kd->lock);
+	/*
+	 * Batches past their batch_window_us are closed lazily, at the next
+	 * insert; on a queue that went idle that may be never, so close them
+	 * here and report an idle queue with nothing live.
+	 */
+	kvp_reap(kd->ps, ktime_get_ns());
 	st = kd->stats;
 	cs = kd->ps->stats;
 	queued = kd->nr_queued;
