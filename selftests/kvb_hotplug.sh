@@ -42,20 +42,21 @@ cfs_dev() {
 }
 
 removal() {
-	local i name disk pid
+	local i name disk pid n0
 
 	for i in $(seq "$CYCLES"); do
 		name=kvbrm$i
 		disk=$(cfs_dev $name) || { log "configfs device $name failed"; return 1; }
 		kvb_set_sched "$disk" kvbatch || { log "$disk: cannot select kvbatch"; return 1; }
 		echo 256 > "/sys/block/$disk/queue/nr_requests"
+		n0=$(kvb_io_count "$disk")
 		(cd "$KVB_SCRATCH" && timeout -k 5 120 fio --name=rm \
 			--filename="/dev/$disk" --direct=1 --ioengine=io_uring \
 			--rw=randrw --bs=4k --iodepth=32 --numjobs=2 \
 			--time_based --runtime=60 --continue_on_error=all \
 			>/dev/null 2>&1) &
 		pid=$!
-		sleep 2
+		kvb_wait_io "$disk" "$n0" || { log "$disk: fio did no I/O"; return 1; }
 		echo 0 > "$CFS/$name/power" || { log "$disk: power off failed"; return 1; }
 		rmdir "$CFS/$name" || { log "$disk: rmdir failed"; return 1; }
 		# fio sees errors and must finish well before its runtime.

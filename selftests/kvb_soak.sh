@@ -22,13 +22,14 @@ cg=/sys/fs/cgroup
 
 kvb_require_root
 kvb_require_cmd fio
+[ -x "$kvbench" ] || ktap_exit_skip "no $kvbench (make tools)"
 kvb_load || ktap_exit_skip "cannot load kvbatch"
 [ -b /dev/nvme0n1 ] || ktap_exit_skip "no /dev/nvme0n1"
 kvb_nullb_fresh nr_devices=2 submit_queues=2 hw_queue_depth=8 \
 	memory_backed=1 gb=1 irqmode=2 completion_nsec=50000
 
 ktap_print_header
-ktap_set_plan 4
+ktap_set_plan 5
 
 for d in nvme0n1 nullb0; do
 	kvb_set_sched $d kvbatch
@@ -102,28 +103,63 @@ while [ $SECONDS -lt $end ]; do
 		done
 		done_[cgroup]=$((${done_[cgroup]:-0} + 10)) ;;
 	4)	# an adversary of distinct keys
-		[ -x "$kvbench" ] && "$kvbench" -d /dev/nvme0n1 -t 5 -r 2000 -s 1 \
-			--tag be-hint --solo-runs 1 > /dev/null 2>&1
-		done_[adversary]=$((${done_[adversary]:-0} + 1)) ;;
+		# 256 closed-loop single-request batches, keys cycling.
+		if "$kvbench" -d /dev/nvme0n1 -t 5 -r 0 --streams 256 \
+			--think 0 -s 1 --tag be-hint --solo-runs 1 \
+			> "$KVB_SCRATCH/adversary.log" 2>&1; then
+			done_[adversary]=$((${done_[adversary]:-0} + 1))
+		else
+			tail -3 "$KVB_SCRATCH/adversary.log" | sed 's/^/# adversary: /'
+			done_[adversary_failed]=$((${done_[adversary_failed]:-0} + 1))
+		fi ;;
 	5)	# a configfs device created, used and removed under I/O
 		c=/sys/kernel/config/nullb/kvbsoak
-		if kvb_configfs && mkdir $c 2>/dev/null; then
-			echo 256 > $c/size; echo 1 > $c/power
-			udevadm settle 2>/dev/null
-			d=kvbsoak
-			echo kvbatch > /sys/block/$d/queue/scheduler
-			(timeout 30 fio --name=rm --filename=/dev/$d --direct=1 \
-				--rw=randread --bs=4k --iodepth=16 --time_based \
-				--runtime=20 --continue_on_error=all \
-				--output=/dev/null) & p=$!
-			sleep 2
+		if ! kvb_configfs || ! mkdir $c; then
+			log "removal: no null_blk configfs directory"
+			done_[removal_failed]=$((${done_[removal_failed]:-0} + 1))
+			continue
+		fi
+		echo 256 > $c/size; echo 1 > $c/power
+		udevadm settle 2>/dev/null
+		d=kvbsoak
+		if [ ! -b /dev/$d ] || ! kvb_set_sched $d kvbatch; then
+			log "removal: /dev/$d: $(ls -l /dev/$d 2>&1), $(ls /sys/block | tr '\n' ' ')"
+			done_[removal_failed]=$((${done_[removal_failed]:-0} + 1))
 			echo 0 > $c/power; rmdir $c
-			wait $p
+			continue
+		fi
+		n0=$(kvb_io_count $d)
+		(cd "$KVB_SCRATCH" && timeout 60 fio --name=rm \
+			--filename=/dev/$d --direct=1 --ioengine=io_uring \
+			--rw=randread --bs=4k --iodepth=16 --time_based \
+			--runtime=30 --continue_on_error=all \
+			--output=/dev/null) & p=$!
+		ok=1
+		kvb_wait_io $d "$n0" || { log "removal: fio did no I/O on /dev/$d"; ok=0; }
+		echo 0 > $c/power; rmdir $c
+		wait $p
+		[ $? != 124 ] || { log "removal: fio hung after /dev/$d was removed"; ok=0; }
+		if [ $ok = 1 ]; then
 			done_[removal]=$((${done_[removal]:-0} + 1))
+		else
+			done_[removal_failed]=$((${done_[removal_failed]:-0} + 1))
 		fi ;;
 	esac
 done
 for k in "${!done_[@]}"; do log "$k: ${done_[$k]}"; done
+# A stress that never ran, or failed, would make the soak prove less than
+# it says.
+all_stresses() {
+	local k
+
+	for k in switch knobs hotplug cgroup adversary removal; do
+		[ "${done_[$k]:-0}" -gt 0 ] || { log "$k never ran"; return 1; }
+	done
+	for k in adversary_failed removal_failed; do
+		[ "${done_[$k]:-0}" = 0 ] || return 1
+	done
+}
+ktap_check "every stress ran, none failed" all_stresses
 ktap_check "nvme0n1: ${SOAK_SECONDS}s of tagged verified fio" wait $f1
 ktap_check "nullb0: ${SOAK_SECONDS}s of tagged verified fio" wait $f2
 ktap_check "nvme0n1: accounting balances" kvb_balanced nvme0n1

@@ -177,6 +177,30 @@ kvb_stat() {
 # kvb_balanced DISK: after the disk went idle, kvbatch holds nothing, every
 # batch has closed, and every request it took either completed exactly
 # once or was merged into another (inserted = completed + merged).
+# kvb_io_count DISK: I/Os DISK has completed (reads + writes).
+kvb_io_count() {
+	local st
+
+	read -r -a st < "/sys/block/$1/stat" 2>/dev/null || return 1
+	echo $((st[0] + st[4]))
+}
+
+# kvb_wait_io DISK SINCE [SECONDS]: wait (default 30 s) until DISK has
+# completed more I/Os than SINCE (a kvb_io_count taken before starting the
+# load), so that a test acts on a device that is really under load: a
+# starting fio can take seconds to open its files in a loaded TCG guest,
+# and the kernel's partition scan has already read from a new disk.
+kvb_wait_io() {
+	local i n
+
+	for i in $(seq $((${3:-30} * 10))); do
+		n=$(kvb_io_count "$1") || return 1
+		[ "$n" -gt "$2" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
 kvb_balanced() {
 	local d=$1 i ins mrg cmp
 
