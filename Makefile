@@ -171,18 +171,26 @@ unit:
 test: deps
 	@$(TOP)/selftests/run-all.sh
 
-# The debug-kernel run (builds the kernel once, ~20 min, cached in
-# /var/cache/kvbatch) and the soak (SOAK_SECONDS, default 600, on
-# SOAK_KERNEL, default the Debian 6.1 kernel; KVB_DEBUG=1: the debug one).
+# The debug-kernel run (on each series of DEBUG_SERIES, default "6.1 6.12";
+# each kernel is built once, cached in /var/cache/kvbatch) and the soak
+# (SOAK_SECONDS, default 600, on SOAK_KERNEL, default the Debian 6.1 kernel;
+# KVB_DEBUG=6.1 or 6.12, or 1 for 6.1: on that series' debug kernel, booted
+# from its bzImage like make test-debug does).
 test-debug: deps
 	@$(TOP)/selftests/run-debug.sh
 
 SOAK_SECONDS	?= 600
 soak: deps
 	@k=$${SOAK_KERNEL:-$(KREL_61)}; \
-	if [ "$${KVB_DEBUG:-0}" = 1 ]; then k=$$($(TOP)/scripts/debug-kernel.sh) || exit 1; fi; \
+	case "$${KVB_DEBUG:-}" in \
+	'') ;; \
+	1|6.1|6.12) s=$$KVB_DEBUG; [ "$$s" != 1 ] || s=6.1; \
+		k=$$($(TOP)/scripts/debug-kernel.sh -s $$s) || exit 1; \
+		export KVVM_PVH=0 ;; \
+	*) echo "make soak: KVB_DEBUG is 1, 6.1 or 6.12" >&2; exit 2 ;; \
+	esac; \
 	$(MAKE) --no-print-directory KERNELRELEASE=$$k modules tools selftests-bin && \
-	$(TOP)/tools/kvvm -k $$k -t $$(( $(SOAK_SECONDS) + 900 )) -- \
+	$(TOP)/tools/kvvm -k $$k -m 3072 -t $$(( $(SOAK_SECONDS) + 900 )) -- \
 		env SOAK_SECONDS=$(SOAK_SECONDS) selftests/kvb_soak.sh
 
 # The comparison suite (tools/kvsuite): every supported kernel, full

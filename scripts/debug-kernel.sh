@@ -1,16 +1,18 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# debug-kernel.sh [--print]
+# debug-kernel.sh [-s SERIES] [--print]
 #
-# Build, once, a debug guest kernel from Debian's linux-source-6.1: x86_64
+# Build, once, a debug guest kernel from Debian's linux-source-SERIES
+# (6.1, the default, or 6.12): x86_64
 # defconfig plus scripts/debug-kernel.config (KASAN, lockdep, atomic-sleep
 # checks, kmemleak, fault injection, block debugfs; virtio, 9p, overlayfs
 # and NVMe built in; null_blk as a module). It is cached outside the clone,
 # in KVB_DEBUG_CACHE (default /var/cache/kvbatch), and installed like a
 # distro kernel (/boot/vmlinuz-<release>, /lib/modules/<release>) so that
 # tools/kvvm boots it and the Makefile builds kvbatch against it. Rebuilt
-# only when the source package or the config fragment changes.
+# only when the source package or a config fragment changes. Options that
+# exist in one series only are in scripts/debug-kernel-SERIES.config.
 #
 # Prints the kernel release on stdout; --print only prints it (or fails if
 # the kernel is not built).
@@ -18,28 +20,35 @@ set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KVB_DEBUG_CACHE:-/var/cache/kvbatch}
+
+usage() {
+	echo "usage: $0 [-s 6.1|6.12] [--print]" >&2
+	exit 2
+}
 series=6.1
+print=0
+while [ $# -gt 0 ]; do
+	case $1 in
+	-s) [ $# -ge 2 ] || usage; series=$2; shift ;;
+	--print) print=1 ;;
+	*) usage ;;
+	esac
+	shift
+done
+case $series in
+6.1|6.12) ;;
+*) echo "kvbatch: no debug kernel for series '$series' (6.1 or 6.12)" >&2; usage ;;
+esac
 pkg=linux-source-$series
 tarball=/usr/src/$pkg.tar.xz
-frag=$top/scripts/debug-kernel.config
+frags=("$top/scripts/debug-kernel.config" "$top/scripts/debug-kernel-$series.config")
 src=$cache/$pkg
 obj=$cache/obj-$series-debug
 stampf=$cache/debug-$series.stamp
 
-usage() {
-	echo "usage: $0 [--print]" >&2
-	exit 2
-}
-print=0
-case ${1:-} in
-'') ;;
---print) print=1 ;;
-*) usage ;;
-esac
-
 [ -r "$tarball" ] || { echo "kvbatch: the debug kernel is built from $tarball: apt-get install $pkg" >&2; exit 1; }
 ver=$(dpkg-query -W -f='${Version}' "$pkg")
-stamp="$pkg $ver $(sha256sum < "$frag" | cut -d' ' -f1)"
+stamp="$pkg $ver $(cat "${frags[@]}" | sha256sum | cut -d' ' -f1)"
 
 installed() {
 	local k
@@ -55,7 +64,7 @@ if k=$(installed); then
 	echo "$k"
 	exit 0
 fi
-[ $print = 0 ] || { echo "kvbatch: the debug kernel is not built: make test-debug (or scripts/debug-kernel.sh)" >&2; exit 1; }
+[ $print = 0 ] || { echo "kvbatch: the debug kernel is not built: make test-debug (or scripts/debug-kernel.sh -s $series)" >&2; exit 1; }
 
 mkdir -p "$cache"
 log=$cache/debug-$series-build.log
@@ -70,11 +79,11 @@ fi
 (
 	set -x
 	make -C "$src" O="$obj" defconfig
-	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "$frag"
+	"$src/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${frags[@]}"
 	make -C "$src" O="$obj" olddefconfig
 ) > "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
 
-# The fragment is only a request: make sure Kconfig granted what the tests
+# The fragments are only a request: make sure Kconfig granted what the tests
 # rely on (a dependency missing from defconfig would silently drop it).
 missing=
 while IFS= read -r line; do
@@ -83,7 +92,7 @@ while IFS= read -r line; do
 			! grep -q "^${line%=n}=" "$obj/.config" || missing+=" $line" ;;
 	CONFIG_*=*) grep -qxF "$line" "$obj/.config" || missing+=" $line" ;;
 	esac
-done < "$frag"
+done < <(cat "${frags[@]}")
 if [ -n "$missing" ]; then
 	echo "kvbatch: Kconfig did not grant:$missing" >&2
 	exit 1

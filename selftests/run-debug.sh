@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# make test-debug: build (once; cached in /var/cache/kvbatch) the debug
-# guest kernel of scripts/debug-kernel.sh (KASAN, lockdep, atomic-sleep
-# checks, kmemleak, fault injection), build kvbatch against it, and run
-# every selftest in it, the fault tests included, ending with a kmemleak
-# scan. Any WARN, BUG, KASAN, lockdep or kmemleak report in the guest's
-# kernel log fails the run. The package test (DKMS would compile kvbatch
-# for every installed kernel inside the emulated debug guest) is left to
-# make test.
+# make test-debug: for each series in DEBUG_SERIES (default "6.1 6.12"),
+# build (once; cached in /var/cache/kvbatch) the debug guest kernel of
+# scripts/debug-kernel.sh (KASAN, lockdep, atomic-sleep checks, kmemleak,
+# fault injection), build kvbatch against it, and run every selftest in
+# it, the fault tests included, ending with kmemleak scans. Any WARN, BUG,
+# KASAN, lockdep or kmemleak report in the guest's kernel log fails the
+# run. The package test (DKMS would compile kvbatch for every installed
+# kernel inside the emulated debug guest) is left to make test.
 #
 # Output is TAP; the last line is "N passed, N failed, N skipped".
 set -u
@@ -18,29 +18,32 @@ logdir=$top/build/test-logs/debug
 source "$top/selftests/lib-host.sh"
 host_begin
 
-if k=$(scripts/debug-kernel.sh 2> >(diag)); then
-	t_pass "debug kernel $k built from linux-source-6.1 ($(($(date +%s) - start)) s)"
-else
-	t_fail "debug kernel built from linux-source-6.1"
-	host_end; exit 1
-fi
-
-if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules > "$logdir/build.log" 2>&1 &&
-   ! grep -qE 'warning:|error:' "$logdir/build.log"; then
-	t_pass "kvbatch builds against $k with W=1, warning-free"
-else
-	grep -E 'warning:|error:' "$logdir/build.log" | diag
-	t_fail "kvbatch builds against $k with W=1, warning-free"
-fi
-make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
-	{ diag < "$logdir/tools.log"; t_fail "tools and selftest helpers build"; }
-
-tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')}
 # KASAN and lockdep make the emulated guest several times slower. Its
 # vmlinux does not start through the PVH entry under this QEMU (QEMU exits
 # at once, with no output), so the bzImage is booted.
 export KVVM_PVH=0
-# shellcheck disable=SC2086
-KVVM_OPTS="-t 7200 -m 3072" guest_run "$k" $tests
+make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
+	{ diag < "$logdir/tools.log"; t_fail "tools and selftest helpers build"; }
+tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')}
+
+for series in ${DEBUG_SERIES:-6.1 6.12}; do
+	t0=$(date +%s)
+	if k=$(scripts/debug-kernel.sh -s "$series" 2> >(diag)); then
+		t_pass "debug kernel $k built from linux-source-$series ($(($(date +%s) - t0)) s)"
+	else
+		t_fail "debug kernel built from linux-source-$series"
+		continue
+	fi
+	if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules > "$logdir/build-$k.log" 2>&1 &&
+	   ! grep -qE 'warning:|error:' "$logdir/build-$k.log"; then
+		t_pass "kvbatch builds against $k with W=1, warning-free"
+	else
+		grep -E 'warning:|error:' "$logdir/build-$k.log" | diag
+		t_fail "kvbatch builds against $k with W=1, warning-free"
+		continue
+	fi
+	# shellcheck disable=SC2086
+	KVVM_OPTS="-t 7200 -m 3072" guest_run "$k" $tests
+done
 
 host_end
