@@ -81,11 +81,13 @@ udevadm settle 2>/dev/null || true
 kvb_set_sched nullb0 kvbatch || log "nullb0: cannot select kvbatch"
 echo 256 > /sys/block/nullb0/queue/nr_requests
 
+# verified_fio NAME [SECONDS]: verified random writes on nullb0 for SECONDS
+# (default RUNTIME).
 verified_fio() {
 	kvb_fio "$1" --filename=/dev/nullb0 --direct=1 --ioengine=io_uring \
 		--rw=randwrite --bs=4k --bsrange=4k-64k --size=128M \
 		--iodepth=16 --numjobs=1 --verify=crc32c --verify_backlog=64 \
-		--time_based --runtime="$RUNTIME" --prioclass=2 --prio=4
+		--time_based --runtime="${2:-$RUNTIME}" --prioclass=2 --prio=4
 }
 
 hotplug() {
@@ -119,7 +121,9 @@ cgroup_moves() {
 	# The io controller gives each cgroup its own blkcg, hence its own key.
 	echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
 	mkdir -p $cg/kvb-a $cg/kvb-b || return 1
-	verified_fio cgmove &
+	# Twice the runtime: a debug kernel under emulation manages about
+	# one move a second.
+	verified_fio cgmove $((RUNTIME * 2)) &
 	pid=$!
 	# Move fio's threads (the job process is a child of the one started).
 	while kill -0 $pid 2>/dev/null; do
@@ -133,7 +137,6 @@ cgroup_moves() {
 	wait $pid || rc=1
 	log "moved fio processes between cgroups $n times"
 	rmdir $cg/kvb-a $cg/kvb-b 2>/dev/null
-	# A debug kernel under emulation manages about one move a second.
 	[ $rc = 0 ] && [ $n -ge 10 ]
 }
 if [ -f $cg/cgroup.procs ]; then
