@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Switch every test disk between kvbatch and the other schedulers SWITCHES
-# times while verified fio writers and readers run on it. Each switch
-# drains and frees a kvbatch instance with requests in flight; fio must
-# finish with every byte verified and no I/O error.
+# times, all disks at once, while verified fio writers and readers run on
+# each. Each switch drains and frees a kvbatch instance with requests in
+# flight; fio must finish with every byte verified and no I/O error.
 source "$(dirname "$0")/lib.sh"
 
 SWITCHES=${SWITCHES:-50}
@@ -37,17 +37,27 @@ switch_loop() {
 	kvb_set_sched "$d" kvbatch
 }
 
+# Verified fio on every disk at once, and every disk switching at once:
+# instances of kvbatch are set up and torn down on several queues while
+# the others carry I/O.
+declare -A fio_pid sw_pid
 for d in "${disks[@]}"; do
 	(kvb_fio "$d-switch" --filename="/dev/$d" --rw=randrw --rwmixread=50 \
 		--bsrange=4k-32k --direct=1 --ioengine=libaio --iodepth=32 \
 		--numjobs=2 --offset_increment=64M --size=64M --time_based \
 		--runtime="$RUNTIME" --verify=crc32c --verify_backlog=128 \
 		--group_reporting) &
-	fio_pid=$!
-	sleep 1
+	fio_pid[$d]=$!
+done
+sleep 1
+for d in "${disks[@]}"; do
+	switch_loop "$d" & sw_pid[$d]=$!
+done
+for d in "${disks[@]}"; do
 	ktap_check "$d: $SWITCHES switches to and from kvbatch under load" \
-		switch_loop "$d"
-	ktap_check "$d: fio verified every byte with no I/O error" wait "$fio_pid"
+		wait "${sw_pid[$d]}"
+	ktap_check "$d: fio verified every byte with no I/O error" \
+		wait "${fio_pid[$d]}"
 	kvb_set_sched "$d" none
 done
 
