@@ -60,7 +60,15 @@ installed() {
 	echo "$k"
 }
 
+# bpftrace finds the kernel's headers through /lib/modules/<release>/source
+# and build; since 6.6 modules_install no longer makes the source link of an
+# O= build, so make it (also for kernels installed before this was added).
+source_link() {
+	[ -e "/lib/modules/$1/source" ] || ln -sfn "$src" "/lib/modules/$1/source"
+}
+
 if k=$(installed); then
+	[ $print = 1 ] || source_link "$k"
 	echo "$k"
 	exit 0
 fi
@@ -102,6 +110,7 @@ make -C "$src" O="$obj" -j"$(nproc)" bzImage modules >> "$log" 2>&1 ||
 	{ tail -30 "$log" >&2; exit 1; }
 k=$(make -s -C "$src" O="$obj" kernelrelease)
 make -C "$src" O="$obj" modules_install >> "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
+source_link "$k"
 install -m 0644 "$obj/arch/x86/boot/bzImage" "/boot/vmlinuz-$k"
 install -m 0644 "$obj/.config" "/boot/config-$k"
 install -m 0644 "$obj/System.map" "/boot/System.map-$k"
