@@ -92,10 +92,17 @@ for s in mq-deadline kvbatch; do
 	log "victim under $s: $(jq -r '"\(.batch_ms.all.n) batches, mean \(.batch_ms.all.mean) ms, p99 \(.batch_ms.all.p99) ms, \(.errors) errors"' "$KVB_SCRATCH/victim-$s.json" 2>/dev/null)"
 done
 
-ktap_check "the adversary's keys overflowed the batch table" \
-	test "$opened" -gt "$max" -a "$overflow" -gt 0 -a $adv_rc -eq 0
-ktap_check "the batch table stayed within max_batches" \
-	test "$live_max" -le $((max + 3))
+# A kernel that submits too slowly never has more than max_batches keys
+# open at once (19 on the 6.12 debug kernel): the overflow path is then not
+# reached, which is no pass.
+if [ "$live_max" -lt "$max" ] && [ "$overflow" = 0 ]; then
+	ktap_test_skip "overflow: the adversary kept at most $live_max keys open at once, fewer than max_batches $max"
+else
+	ktap_check "the adversary's keys overflowed the batch table" \
+		test "$opened" -gt "$max" -a "$overflow" -gt 0 -a $adv_rc -eq 0
+fi
+ktap_check "the adversary ran without errors, the batch table stayed within max_batches" \
+	test "$live_max" -le $((max + 3)) -a $adv_rc -eq 0
 # kvbatch allocates nothing per request or per key: its growth must stay
 # within noise of mq-deadline's. Under KASAN, freed objects wait in its
 # quarantine and still count as slab, which makes the noise megabytes.
