@@ -138,7 +138,7 @@ sparse: prepare
 		CHECK=sparse modules
 
 # Userspace helpers the selftests run in the guest.
-SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio
+SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio $(BUILD)/selftests/kvb_failnth
 USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 
 selftests-bin: $(SELFTEST_BINS)
@@ -163,6 +163,10 @@ $(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c
 $(BUILD)/selftests/kvb_seqio: $(TOP)/selftests/kvb_seqio.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -luring
+
+$(BUILD)/selftests/kvb_failnth: $(TOP)/selftests/kvb_failnth.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $<
 
 # Policy core unit tests in userspace (TAP).
 unit:

@@ -3,8 +3,9 @@
 #
 # Faults under kvbatch: requests that time out, are requeued by the driver,
 # or fail on submission must still complete (or fail) exactly once and
-# leave kvbatch's accounting balanced; allocation failures while kvbatch is
-# being selected must fail the switch cleanly and leave the old scheduler.
+# leave kvbatch's accounting balanced; an allocation failure anywhere in a
+# switch to kvbatch must fail the switch cleanly (or be absorbed), leave the
+# queue doing I/O and leak nothing.
 #
 # Uses the kernel's fault injection (fail_io_timeout, fail_make_request,
 # failslab, fail_page_alloc) and null_blk's requeue/timeout injection: the
@@ -23,7 +24,7 @@ kvb_load || ktap_exit_skip "cannot load kvbatch"
 [ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
 
 ktap_print_header
-ktap_set_plan 6
+ktap_set_plan 7
 
 # fault_attr NAME [PROBABILITY INTERVAL TIMES]: configure (or, with no
 # numbers, disarm) one of the kernel's fault attributes. verbose=0: the
@@ -137,59 +138,132 @@ nullb_inject() {
 	nullb_down
 }
 
-# Allocation failures while kvbatch is being selected: one slab or page
-# allocation of the writer fails (probability 100, interval k: a different
-# allocation for k = 1..40); the switch either succeeds or fails
-# and leaves mq-deadline in place, and kvbatch is selectable afterwards.
-# An injection that fired is seen as the attribute's "times" dropping from
-# 1 to 0. A page allocation failure may be absorbed by design (blk-mq
-# retries the request pool at a lower order, kvmalloc falls back to
-# vmalloc, and debugfs entries are optional), so a switch that succeeds is
-# no failure. Which allocations the k-th one hits depends on the kernel: on
-# 6.1 failslab failed 39 of 40 switches, on 6.12 none. Aiming at kvbatch's
-# own allocations alone needs CONFIG_FAULT_INJECTION_STACKTRACE_FILTER.
-alloc_failures() {
-	local attr=$1 k ok=0 failed=0 fired=0 broken=0 minorder
+# Allocation failures while kvbatch is being selected, systematically: the
+# write that selects kvbatch is repeated with its 1st, 2nd, 3rd ... slab or
+# page allocation failing (fail-nth, through kvb_failnth), until a write
+# runs with no fault injected; by then every allocation the switch makes
+# has failed once. A switch that fails must leave the queue working with no
+# scheduler (the core falls back to "none" once the old one is torn down)
+# or the old one (a failure before that), return ENOMEM, and kvbatch must
+# be selectable afterwards; a failure the kernel absorbs (a vmalloc
+# fallback, optional debugfs files) may let the switch succeed.
+#
+# SCOPE "all" counts every allocation of the write: the sysfs buffer, the
+# scheduler tags and requests, debugfs and sysfs entries and kvbatch's own.
+# SCOPE "kvbatch" counts only allocations with kvbatch's text on the stack
+# (failslab's and fail_page_alloc's require-start/require-end), which
+# needs CONFIG_FAULT_INJECTION_STACKTRACE_FILTER: 6.12's debug kernel has
+# it; 6.1 cannot (the option depends on !X86_64 there), so SKIP.
+FAILNTH=$KVB_ROOT/build/selftests/kvb_failnth
+# More sites than any switch makes; reaching it means fail-nth never ran out.
+FAILNTH_MAX=${FAILNTH_MAX:-3000}
 
-	[ -d "$DBG/$attr" ] || { ktap_test_skip "$attr on kvbatch's allocations: kernel without it (make test-debug)"; return; }
-	nullb_up || { ktap_test_fail "$attr: null_blk"; return; }
-	echo 1 > "$DBG/$attr/task-filter"
-	# By default sleeping (GFP_KERNEL) allocations are exempt, and those
-	# are the ones an elevator's init makes; fail_page_alloc also exempts
-	# order-0 pages by default.
-	echo N > "$DBG/$attr/ignore-gfp-wait"
-	if [ -f "$DBG/$attr/min-order" ]; then
-		minorder=$(cat "$DBG/$attr/min-order")
-		echo 0 > "$DBG/$attr/min-order"
-	fi
-	for k in $(seq 1 40); do
-		kvb_set_sched nullb0 mq-deadline || { log "$attr: cannot reset"; broken=1; break; }
-		fault_attr "$attr" 100 "$k" 1
-		# Only this subshell has make-it-fail set.
-		if bash -c 'echo 1 > /proc/self/make-it-fail; echo kvbatch > /sys/block/nullb0/queue/scheduler' 2>/dev/null; then
-			ok=$((ok + 1))
+# alloc_attrs on|off [START END]: make every sleeping slab and page
+# allocation (of any order) a fault site, optionally only those called
+# from [START, END); or restore the defaults.
+alloc_attrs() {
+	local a
+
+	for a in failslab fail_page_alloc; do
+		echo 0 > "$DBG/$a/verbose"
+		if [ "$1" = on ]; then
+			echo N > "$DBG/$a/ignore-gfp-wait"
 		else
-			failed=$((failed + 1))
+			echo Y > "$DBG/$a/ignore-gfp-wait"
 		fi
-		[ "$(cat "$DBG/$attr/times")" = 0 ] && fired=$((fired + 1))
-		fault_attr "$attr"
-		# Failed or not, the queue has one scheduler and does I/O.
-		case $(kvb_sched_of nullb0) in
-		kvbatch|mq-deadline) ;;
-		*) log "$attr k=$k: scheduler is '$(kvb_sched_of nullb0)'"; broken=1; break ;;
+		if [ -f "$DBG/$a/require-start" ]; then
+			echo 32 > "$DBG/$a/stacktrace-depth"
+			echo "${2:-0}" > "$DBG/$a/require-start"
+			echo "${3:-0xffffffffffffffff}" > "$DBG/$a/require-end"
+		fi
+	done
+	if [ "$1" = on ]; then
+		echo 0 > "$DBG/fail_page_alloc/min-order"
+	else
+		echo 1 > "$DBG/fail_page_alloc/min-order"
+	fi
+}
+
+# kvb_text: "START END" of kvbatch's .text in the running kernel.
+kvb_text() {
+	local start size
+
+	start=$(cat /sys/module/kvbatch/sections/.text 2>/dev/null) || return 1
+	size=$(readelf -SW "$KVB_KO" |
+		awk '{ for (i = 1; i < NF; i++) if ($i == ".text") { print "0x" $(i + 4); exit } }')
+	[ -n "$size" ] || return 1
+	printf '0x%x 0x%x\n' $((start)) $((start + size))
+}
+
+alloc_failures() {
+	local scope=$1 k inj err ok=0 failed=0 broken=0 sites=0 range=
+	local desc="each allocation of a switch to kvbatch fails in turn"
+
+	[ "$scope" = all ] || desc="each allocation made by kvbatch's code in a switch fails in turn"
+	desc+=" (fail-nth): the switch fails with ENOMEM or recovers, I/O goes on, kvbatch selectable after"
+
+	[ -d "$DBG/failslab" ] && [ -d "$DBG/fail_page_alloc" ] ||
+		{ ktap_test_skip "$desc: kernel without failslab/fail_page_alloc (make test-debug)"; return; }
+	[ -x "$FAILNTH" ] || { ktap_test_skip "$desc: kvb_failnth not built (make selftests-bin)"; return; }
+	if [ "$scope" = kvbatch ]; then
+		[ -f "$DBG/failslab/require-start" ] ||
+			{ ktap_test_skip "$desc: kernel without CONFIG_FAULT_INJECTION_STACKTRACE_FILTER"; return; }
+		range=$(kvb_text) || { ktap_test_fail "$desc: cannot find kvbatch's text"; return; }
+	fi
+	nullb_up || { ktap_test_fail "$desc: null_blk"; return; }
+	# shellcheck disable=SC2086
+	alloc_attrs on $range
+	for k in $(seq 1 "$FAILNTH_MAX"); do
+		# Each write switches from mq-deadline, so the old scheduler's
+		# teardown is in every run, as it is in real use.
+		kvb_set_sched nullb0 mq-deadline || { log "$scope k=$k: cannot reset"; broken=1; break; }
+		read -r inj err < <("$FAILNTH" -n "$k" /sys/block/nullb0/queue/scheduler kvbatch)
+		case $inj in
+		injected=N) sites=$((k - 1)); break ;;
+		injected=Y) ;;
+		*) log "$scope k=$k: kvb_failnth failed"; broken=1; break ;;
+		esac
+		case "${err#errno=}:$(kvb_sched_of nullb0)" in
+		0:kvbatch) ok=$((ok + 1)) ;;
+		12:none|12:mq-deadline) failed=$((failed + 1)) ;;
+		*) log "$scope k=$k: switch gave $err, scheduler '$(kvb_sched_of nullb0)'"; broken=1; break ;;
 		esac
 		dd if=/dev/nullb0 of=/dev/null bs=64k count=16 iflag=direct status=none ||
-			{ log "$attr k=$k: I/O failed"; broken=1; break; }
+			{ log "$scope k=$k: I/O failed"; broken=1; break; }
 	done
-	echo 0 > "$DBG/$attr/task-filter"
-	echo Y > "$DBG/$attr/ignore-gfp-wait"
-	[ -z "${minorder:-}" ] || echo "$minorder" > "$DBG/$attr/min-order"
-	log "$attr: 40 selections, one allocation failing in each (interval 1..40): $fired injections fired; $ok selections succeeded, $failed failed cleanly"
+	[ $broken = 1 ] || [ $sites -gt 0 ] || { log "$scope: still injecting after $FAILNTH_MAX sites"; broken=1; }
+	# Nothing a failed switch left behind keeps kvbatch from working.
+	if [ $broken = 0 ] && ! { kvb_set_sched nullb0 mq-deadline && kvb_set_sched nullb0 kvbatch &&
+		dd if=/dev/nullb0 of=/dev/null bs=64k count=16 iflag=direct status=none; }; then
+		log "$scope: kvbatch not selectable afterwards"; broken=1
+	fi
+	alloc_attrs off
+	log "$scope: $sites allocation sites in a switch to kvbatch${range:+ (text of kvbatch: $range)}; with each failing, $failed switches failed with ENOMEM and $ok succeeded"
 	check() {
-		[ $broken = 0 ] && [ $fired -gt 0 ] && kvb_set_sched nullb0 kvbatch
+		# Elevator init has no fallback for its first allocation, so at
+		# least one switch must fail, whatever the scope.
+		[ $broken = 0 ] && [ $sites -gt 0 ] && [ $failed -gt 0 ]
 	}
-	ktap_check "$attr: selecting kvbatch with an allocation failing fails cleanly or recovers" check
+	ktap_check "$desc" check
 	nullb_down
+}
+
+# After the failed switches kmemleak must find nothing leaked on the way
+# (an init that fails halfway frees what it took).
+alloc_leaks() {
+	local km=$DBG/kmemleak n mine
+
+	[ -w $km ] || { ktap_test_skip "no leak from the failed switches: kernel without kmemleak"; return; }
+	echo scan > $km; sleep 2; echo scan > $km
+	cat $km > "$KVB_SCRATCH/kmemleak"
+	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
+	mine=$(awk '/^unreferenced object/ { o = $0 } /kv[bp]_|kvbatch|elevator|elv_|blk_mq/ && o { print o; o = "" }' \
+		"$KVB_SCRATCH/kmemleak" | wc -l)
+	log "kmemleak: $n unreferenced objects, $mine from the elevator switch path"
+	check() {
+		[ "$mine" -eq 0 ] || { head -60 "$KVB_SCRATCH/kmemleak" | sed 's/^/# /'; return 1; }
+	}
+	ktap_check "no leak from the failed switches (kmemleak)" check
 }
 
 # A request completed by the timeout handler must leave kvbatch exactly as
@@ -202,6 +276,7 @@ armed_reads fail_make_request make-it-fail 5 -1 \
 	"5% of bios fail, the rest verify, accounting balances"
 nullb_inject requeue "1,10,0,-1"
 nullb_inject timeout "1,50,0,30"
-alloc_failures failslab
-alloc_failures fail_page_alloc
+alloc_failures all
+alloc_failures kvbatch
+alloc_leaks
 ktap_finished
