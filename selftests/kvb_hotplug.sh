@@ -13,7 +13,6 @@ source "$(dirname "$0")/lib.sh"
 
 CYCLES=${CYCLES:-5}
 RUNTIME=${RUNTIME:-10}
-CFS=/sys/kernel/config/nullb
 
 kvb_require_root
 kvb_require_cmd fio
@@ -24,45 +23,11 @@ ktap_print_header
 ktap_set_plan 4
 
 # --- device removal ------------------------------------------------------
-# cfs_dev NAME: a configfs null_blk, memory backed, with timer completions;
-# prints the disk name (null_blk names the disk after the directory).
-cfs_dev() {
-	local d=$CFS/$1
-
-	mkdir "$d" || return 1
-	echo 512 > "$d/size"
-	echo 1 > "$d/memory_backed"
-	echo 2 > "$d/irqmode"
-	echo 200000 > "$d/completion_nsec"
-	echo 4 > "$d/hw_queue_depth"
-	echo 1 > "$d/power" || return 1
-	udevadm settle 2>/dev/null || true
-	[ -b "/dev/$1" ] || return 1
-	echo "$1"
-}
-
 removal() {
-	local i name disk pid n0
+	local i
 
 	for i in $(seq "$CYCLES"); do
-		name=kvbrm$i
-		disk=$(cfs_dev $name) || { log "configfs device $name failed"; return 1; }
-		kvb_set_sched "$disk" kvbatch || { log "$disk: cannot select kvbatch"; return 1; }
-		echo 256 > "/sys/block/$disk/queue/nr_requests"
-		n0=$(kvb_io_count "$disk")
-		(cd "$KVB_SCRATCH" && timeout -k 5 120 fio --name=rm \
-			--filename="/dev/$disk" --direct=1 --ioengine=io_uring \
-			--rw=randrw --bs=4k --iodepth=32 --numjobs=2 \
-			--time_based --runtime=60 --continue_on_error=all \
-			>/dev/null 2>&1) &
-		pid=$!
-		kvb_wait_io "$disk" "$n0" || { log "$disk: fio did no I/O"; return 1; }
-		echo 0 > "$CFS/$name/power" || { log "$disk: power off failed"; return 1; }
-		rmdir "$CFS/$name" || { log "$disk: rmdir failed"; return 1; }
-		# fio sees errors and must finish well before its runtime.
-		wait $pid
-		[ $? -ne 124 ] || { log "$disk: fio hung after removal"; return 1; }
-		[ ! -e "/sys/block/$disk" ] || { log "$disk still present"; return 1; }
+		kvb_cfs_removal kvbrm$i || return 1
 	done
 }
 

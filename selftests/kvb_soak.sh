@@ -56,10 +56,6 @@ soak_fio nullb0 & f2=$!
 
 end=$((SECONDS + SOAK_SECONDS - 20))
 declare -A done_
-knobs=(demand_expire_ms:1:1000 normal_expire_ms:1:1000 prefetch_expire_ms:1:3000
-       write_expire_ms:1:5000 write_batch:1:64 write_defer_max:1:512
-       batch_window_us:0:5000 max_inflight:0:64 normal_share_pct:0:50
-       prefetch_share_pct:0:50)
 round=0
 while [ $SECONDS -lt $end ]; do
 	round=$((round + 1))
@@ -76,13 +72,14 @@ while [ $SECONDS -lt $end ]; do
 		done_[switch]=$((${done_[switch]:-0} + 8)) ;;
 	1)	# knobs and nr_requests under load
 		for i in $(seq 20); do
-			k=${knobs[RANDOM % ${#knobs[@]}]}
-			IFS=: read -r n lo hi <<< "$k"
-			echo $((lo + RANDOM % (hi - lo + 1))) > /sys/block/nullb0/queue/iosched/$n
+			if kvb_tunables_random /sys/block/nullb0/queue/iosched; then
+				done_[knobs]=$((${done_[knobs]:-0} + 1))
+			else
+				done_[knobs_failed]=$((${done_[knobs_failed]:-0} + 1))
+			fi
 			echo $((64 + RANDOM % 960)) > /sys/block/nullb0/queue/nr_requests
 			sleep 0.2
-		done
-		done_[knobs]=$((${done_[knobs]:-0} + 20)) ;;
+		done ;;
 	2)	# CPU hotplug
 		if [ -w /sys/devices/system/cpu/cpu1/online ]; then
 			echo 0 > /sys/devices/system/cpu/cpu1/online; sleep 1
@@ -113,33 +110,7 @@ while [ $SECONDS -lt $end ]; do
 			done_[adversary_failed]=$((${done_[adversary_failed]:-0} + 1))
 		fi ;;
 	5)	# a configfs device created, used and removed under I/O
-		c=/sys/kernel/config/nullb/kvbsoak
-		if ! kvb_configfs || ! mkdir $c; then
-			log "removal: no null_blk configfs directory"
-			done_[removal_failed]=$((${done_[removal_failed]:-0} + 1))
-			continue
-		fi
-		echo 256 > $c/size; echo 1 > $c/power
-		udevadm settle 2>/dev/null
-		d=kvbsoak
-		if [ ! -b /dev/$d ] || ! kvb_set_sched $d kvbatch; then
-			log "removal: /dev/$d: $(ls -l /dev/$d 2>&1), $(ls /sys/block | tr '\n' ' ')"
-			done_[removal_failed]=$((${done_[removal_failed]:-0} + 1))
-			echo 0 > $c/power; rmdir $c
-			continue
-		fi
-		n0=$(kvb_io_count $d)
-		(cd "$KVB_SCRATCH" && timeout 60 fio --name=rm \
-			--filename=/dev/$d --direct=1 --ioengine=io_uring \
-			--rw=randread --bs=4k --iodepth=16 --time_based \
-			--runtime=30 --continue_on_error=all \
-			--output=/dev/null) & p=$!
-		ok=1
-		kvb_wait_io $d "$n0" || { log "removal: fio did no I/O on /dev/$d"; ok=0; }
-		echo 0 > $c/power; rmdir $c
-		wait $p
-		[ $? != 124 ] || { log "removal: fio hung after /dev/$d was removed"; ok=0; }
-		if [ $ok = 1 ]; then
+		if kvb_configfs && kvb_cfs_removal kvbsoak; then
 			done_[removal]=$((${done_[removal]:-0} + 1))
 		else
 			done_[removal_failed]=$((${done_[removal_failed]:-0} + 1))
@@ -155,7 +126,7 @@ all_stresses() {
 	for k in switch knobs hotplug cgroup adversary removal; do
 		[ "${done_[$k]:-0}" -gt 0 ] || { log "$k never ran"; return 1; }
 	done
-	for k in adversary_failed removal_failed; do
+	for k in knobs_failed adversary_failed removal_failed; do
 		[ "${done_[$k]:-0}" = 0 ] || return 1
 	done
 }

@@ -9,22 +9,6 @@
 # valid knob and nr_requests writes under verified load are safe.
 source "$(dirname "$0")/lib.sh"
 
-# name default min max: must match kvb_tunables[] in kv-sched.c.
-KNOBS=(
-	"demand_expire_ms 250 1 60000"
-	"normal_expire_ms 500 1 60000"
-	"prefetch_expire_ms 2000 1 600000"
-	"write_expire_ms 5000 1 600000"
-	"write_batch 16 1 256"
-	"write_defer_max 128 1 4096"
-	"batch_window_us 0 0 1000000"
-	"max_inflight 0 0 4096"
-	"front_merges 1 0 1"
-	"async_depth 0 0 65536"
-	"normal_share_pct 0 0 50"
-	"prefetch_share_pct 5 0 50"
-)
-
 kvb_require_root
 kvb_require_cmd python3
 disk=nvme0n1
@@ -32,7 +16,7 @@ disk=nvme0n1
 kvb_load || ktap_exit_skip "cannot load kvbatch"
 
 ktap_print_header
-ktap_set_plan $((${#KNOBS[@]} * 5 + 7))
+ktap_set_plan $((${#KVB_TUNABLES[@]} * 5 + 7))
 
 kvb_set_sched $disk kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
 dir=/sys/block/$disk/queue/iosched
@@ -40,7 +24,7 @@ dir=/sys/block/$disk/queue/iosched
 only_known_knobs() {
 	local want have
 
-	want=$( (for k in "${KNOBS[@]}"; do echo "${k%% *}"; done; echo batch_key) | sort)
+	want=$( (for k in "${KVB_TUNABLES[@]}"; do echo "${k%%[[:space:]]*}"; done; echo batch_key) | sort)
 	have=$(ls "$dir" | sort)
 	[ "$want" = "$have" ] || { log "knobs: want [$want] have [$have]"; return 1; }
 }
@@ -114,8 +98,8 @@ fuzz_random() {
 		{ log "sysfs-fuzz.py $1 $2 $FUZZ $seed failed"; return 1; }
 }
 
-for k in "${KNOBS[@]}"; do
-	read -r name def min max <<< "$k"
+for k in "${KVB_TUNABLES[@]}"; do
+	read -r name def min max _ <<< "$k"
 	f=$dir/$name
 	ktap_check "$name: default is $def" test "$(cat "$f" 2>/dev/null)" = "$def"
 	ktap_check "$name: $min and $max round-trip" roundtrip "$f" "$min" "$max" "$def"
@@ -182,25 +166,13 @@ knobs_under_load() {
 		nr=$((4 + RANDOM % 1021))
 		echo $nr > $nrq || { log "nr_requests $nr refused"; rc=1; }
 		[ "$(cat $nrq)" = $nr ] || { log "nr_requests: wrote $nr, read $(cat $nrq)"; rc=1; }
-		echo $((RANDOM % 2)) > $dir/front_merges
-		echo $((RANDOM % 64)) > $dir/async_depth
-		echo $((1 + RANDOM % 5000)) > $dir/write_expire_ms
-		echo $((1 + RANDOM % 1000)) > $dir/demand_expire_ms
-		echo $((1 + RANDOM % 1000)) > $dir/normal_expire_ms
-		echo $((1 + RANDOM % 3000)) > $dir/prefetch_expire_ms
-		echo $((1 + RANDOM % 64)) > $dir/write_batch
-		echo $((1 + RANDOM % 256)) > $dir/write_defer_max
-		echo $((RANDOM % 3 * 500)) > $dir/batch_window_us
-		echo $((RANDOM % 3 * RANDOM % 64)) > $dir/max_inflight
+		kvb_tunables_random $dir || rc=1
 		echo "${keys[$((RANDOM % 3))]}" > $dir/batch_key
 	done
 	echo cgroup+ioprio > $dir/batch_key
 	echo "$nr0" > $nrq
 	wait $pid || rc=1
-	for k in "${KNOBS[@]}"; do
-		read -r name def _ <<< "$k"
-		echo "$def" > "$dir/$name"
-	done
+	kvb_tunables_default $dir
 	return $rc
 }
 ktap_check "random valid knob and nr_requests writes under verified load" \

@@ -114,6 +114,49 @@ kvb_load() {
 	insmod "$KVB_KO"
 }
 
+# kvbatch's tunables as kvb_tunables[] in kv-sched.c defines them (the
+# sysfs test fails if iosched/ and this table differ): name, default, min,
+# max, and the largest value the stress tests write under load. Beyond
+# that, expiry times reach minutes, and a loaded queue would only starve
+# the test's own fio, which says nothing about safety.
+KVB_TUNABLES=(
+	"demand_expire_ms	250	1	60000	1000"
+	"normal_expire_ms	500	1	60000	1000"
+	"prefetch_expire_ms	2000	1	600000	3000"
+	"write_expire_ms	5000	1	600000	5000"
+	"write_batch		16	1	256	64"
+	"write_defer_max	128	1	4096	512"
+	"batch_window_us	0	0	1000000	5000"
+	"max_inflight		0	0	4096	64"
+	"front_merges		1	0	1	1"
+	"async_depth		0	0	65536	64"
+	"normal_share_pct	0	0	50	50"
+	"prefetch_share_pct	5	0	50	50"
+)
+
+# kvb_tunables_random DIR: write a random valid value, up to the load
+# maximum, to every tunable in DIR (a queue's iosched/).
+kvb_tunables_random() {
+	local t name lo hi v rc=0
+
+	for t in "${KVB_TUNABLES[@]}"; do
+		read -r name _ lo _ hi <<< "$t"
+		v=$((lo + RANDOM % (hi - lo + 1)))
+		echo "$v" > "$1/$name" || { log "$name: $v refused"; rc=1; }
+	done
+	return $rc
+}
+
+# kvb_tunables_default DIR: every tunable in DIR back to its default.
+kvb_tunables_default() {
+	local t name def
+
+	for t in "${KVB_TUNABLES[@]}"; do
+		read -r name def _ <<< "$t"
+		echo "$def" > "$1/$name"
+	done
+}
+
 # Current scheduler of a disk (the bracketed name).
 kvb_sched_of() {
 	sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$1/queue/scheduler"
@@ -159,6 +202,46 @@ kvb_configfs() {
 	[ -d /sys/kernel/config/nullb ]
 }
 
+# kvb_cfs_removal NAME: a configfs null_blk NAME (memory backed, timer
+# completions) with kvbatch selected is removed (power 0, rmdir) while fio
+# does I/O on it: fio must end with errors well before its runtime and the
+# disk must be gone. null_blk names the disk after the directory. Needs
+# null_blk loaded and kvb_configfs.
+kvb_cfs_removal() {
+	local name=$1 c=/sys/kernel/config/nullb/$1 pid n0 rc
+
+	mkdir "$c" || { log "$name: configfs mkdir failed"; return 1; }
+	echo 512 > "$c/size"
+	echo 1 > "$c/memory_backed"
+	echo 2 > "$c/irqmode"
+	echo 200000 > "$c/completion_nsec"
+	echo 4 > "$c/hw_queue_depth"
+	echo 1 > "$c/power"
+	udevadm settle 2>/dev/null || true
+	if [ ! -b "/dev/$name" ] || ! kvb_set_sched "$name" kvbatch; then
+		log "$name: cannot power on and select kvbatch"
+		echo 0 > "$c/power" 2>/dev/null; rmdir "$c"
+		return 1
+	fi
+	echo 256 > "/sys/block/$name/queue/nr_requests"
+	n0=$(kvb_io_count "$name")
+	(cd "$KVB_SCRATCH" && timeout -k 5 120 fio --name=rm \
+		--filename="/dev/$name" --direct=1 --ioengine=io_uring \
+		--rw=randrw --bs=4k --iodepth=32 --numjobs=2 \
+		--time_based --runtime=60 --continue_on_error=all \
+		>/dev/null 2>&1) &
+	pid=$!
+	rc=0
+	kvb_wait_io "$name" "$n0" || { log "$name: fio did no I/O"; rc=1; }
+	echo 0 > "$c/power" || { log "$name: power off failed"; rc=1; }
+	rmdir "$c" || { log "$name: rmdir failed"; rc=1; }
+	# fio sees errors and must finish well before its runtime.
+	wait $pid
+	[ $? -ne 124 ] || { log "$name: fio hung after removal"; rc=1; }
+	[ ! -e "/sys/block/$name" ] || { log "$name: still present"; rc=1; }
+	return $rc
+}
+
 kvb_nullb_teardown() {
 	local d
 
@@ -174,9 +257,6 @@ kvb_stat() {
 	awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/block/$1/sched/stats"
 }
 
-# kvb_balanced DISK: after the disk went idle, kvbatch holds nothing, every
-# batch has closed, and every request it took either completed exactly
-# once or was merged into another (inserted = completed + merged).
 # kvb_io_count DISK: I/Os DISK has completed (reads + writes).
 kvb_io_count() {
 	local st
@@ -201,6 +281,9 @@ kvb_wait_io() {
 	return 1
 }
 
+# kvb_balanced DISK: after the disk went idle, kvbatch holds nothing, every
+# batch has closed, and every request it took either completed exactly
+# once or was merged into another (inserted = completed + merged).
 kvb_balanced() {
 	local d=$1 i ins mrg cmp
 
