@@ -5,7 +5,8 @@
 # kmemleak must find no unreferenced object allocated by kvbatch, neither
 # while the module is loaded (backtraces name kvbatch's functions) nor after
 # it is unloaded (backtraces then hold bare addresses, checked against the
-# range the module occupied). Runs last; needs a kernel with
+# range the module occupied). Runs after the other tests but kvb_faults.sh
+# (which checks for leaks from its own failed switches); needs a kernel with
 # CONFIG_DEBUG_KMEMLEAK (the debug kernel of make test-debug), otherwise
 # SKIP.
 source "$(dirname "$0")/lib.sh"
