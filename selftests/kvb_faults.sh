@@ -254,8 +254,7 @@ alloc_leaks() {
 	local km=$DBG/kmemleak n mine
 
 	[ -w $km ] || { ktap_test_skip "no leak from the failed switches: kernel without kmemleak"; return; }
-	echo scan > $km; sleep 2; echo scan > $km
-	cat $km > "$KVB_SCRATCH/kmemleak"
+	kvb_kmemleak_scan "$KVB_SCRATCH/kmemleak"
 	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
 	mine=$(awk '/^unreferenced object/ { o = $0 } /kv[bp]_|kvbatch|elevator|elv_|blk_mq/ && o { print o; o = "" }' \
 		"$KVB_SCRATCH/kmemleak" | wc -l)

@@ -33,17 +33,10 @@ cycles() {
 ktap_check "20 select/read/deselect cycles" cycles
 kvb_nullb_teardown
 
-# Two scans: kmemleak reports an object only once it was seen unreferenced
-# by a scan after the previous one.
-kmemleak_scan() {
-	echo scan > $km; sleep 2; echo scan > $km
-	cat $km > "$KVB_SCRATCH/kmemleak"
-}
-
 scan_clean() {
 	local n mine
 
-	kmemleak_scan
+	kvb_kmemleak_scan "$KVB_SCRATCH/kmemleak"
 	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
 	mine=$(awk '/^unreferenced object/ { o = $0 } /kv[bp]_|kvbatch/ && o { print o; o = "" }' \
 		"$KVB_SCRATCH/kmemleak" | wc -l)
@@ -63,7 +56,7 @@ scan_after_unload() {
 	*) log "cannot read kvbatch's address from /proc/modules ($base)"; return 1 ;;
 	esac
 	kvb_unload || { log "rmmod kvbatch failed"; return 1; }
-	kmemleak_scan
+	kvb_kmemleak_scan "$KVB_SCRATCH/kmemleak"
 	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
 	# Bash arithmetic is signed 64-bit: kernel addresses are negative, and
 	# ordering holds between them.

@@ -242,6 +242,16 @@ kvb_cfs_removal() {
 	return $rc
 }
 
+# kvb_kmemleak_scan FILE: scan twice (kmemleak reports an object only once
+# a scan after the previous one has seen it unreferenced) and save the
+# report in FILE.
+kvb_kmemleak_scan() {
+	local km=/sys/kernel/debug/kmemleak
+
+	echo scan > $km; sleep 2; echo scan > $km
+	cat $km > "$1"
+}
+
 kvb_nullb_teardown() {
 	local d
 
