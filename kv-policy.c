@@ -27,6 +27,7 @@
  */
 #ifdef __KERNEL__
 #include <linux/kernel.h>
+#include <linux/math64.h>
 #include <linux/string.h>
 #include <linux/time64.h>
 #else
@@ -730,4 +731,61 @@ out:
 	ps->stats.dispatched[pick.why]++;
 	ps->stats.dispatched_tier[pick.batch->tier]++;
 	return pick;
+}
+
+/* ---- the depth controller (automatic max_inflight) --------------------- */
+
+void kvp_depth_init(struct kvp_depth *d, u32 max)
+{
+	memset(d, 0, sizeof(*d));
+	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
+	d->limit = KVP_DEPTH_START < d->max ? KVP_DEPTH_START : d->max;
+}
+
+void kvp_depth_set_max(struct kvp_depth *d, u32 max)
+{
+	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
+	if (d->limit > d->max)
+		d->limit = d->max;
+}
+
+/*
+ * Port of the estimator the module used until now: every 50 ms of wall
+ * time, limit = 1.5 x throughput x minimum service time + 2.
+ */
+void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now)
+{
+	(void)inflight;
+	if (!d->busy_since)
+		d->busy_since = now;
+}
+
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+			 u32 inflight, bool bound)
+{
+	u64 span, est;
+	u32 limit, old = d->limit;
+
+	(void)inflight;
+	(void)bound;
+	if (!lat_ns)
+		return false;
+	if (!d->lat_ns || lat_ns < d->lat_ns)
+		d->lat_ns = lat_ns;
+	d->done++;
+	span = now - d->busy_since;
+	if (span < KVP_DEPTH_WINDOW_NS)
+		return false;
+	d->base_ns = d->base_ns ? (3 * d->base_ns + d->lat_ns) / 4 : d->lat_ns;
+	est = div64_u64((u64)d->done * d->base_ns, span);
+	limit = est * 3 / 2 + 2;
+	if (limit < KVP_DEPTH_MIN)
+		limit = KVP_DEPTH_MIN;
+	if (limit > d->max)
+		limit = d->max;
+	d->limit = limit;
+	d->busy_since = now;
+	d->lat_ns = 0;
+	d->done = 0;
+	return limit != old;
 }

@@ -58,11 +58,6 @@ MODULE_PARM_DESC(max_batches,
 /* A scheduler pool smaller than this leaves kvbatch little to reorder. */
 #define KVB_MIN_REORDER_DEPTH	64
 
-/* Automatic depth: one estimate per window, within these bounds. */
-#define KVB_DEPTH_WINDOW_NS	(50 * NSEC_PER_MSEC)
-#define KVB_AUTO_DEPTH_MIN	4U
-#define KVB_AUTO_DEPTH_START	32U
-
 /*
  * Per-request state, kept in rq->elv.priv[0] as a bit mask; priv[1] holds
  * the request's batch in the core, or NULL for requests served from the
@@ -93,15 +88,6 @@ struct kvb_stats {
 	u64		completed;
 };
 
-/* The automatic max_inflight estimator (see kvb_depth_sample()). */
-struct kvb_depth_est {
-	u64		win_start;
-	u64		win_min_ns;
-	u32		win_done;
-	u64		lat_min_ns;	/* smoothed minimum service time */
-	u32		limit;		/* current automatic limit */
-};
-
 struct kvb_data {
 	/* Protects all of kvb_data and the core; irq-safe (see top). */
 	spinlock_t		lock;
@@ -123,7 +109,8 @@ struct kvb_data {
 	unsigned int		sched_depth;	/* nr_requests */
 	bool			small_pool;	/* warned about nr_requests */
 
-	struct kvb_depth_est	est;
+	/* The automatic max_inflight (kv-policy.c). */
+	struct kvp_depth	depth;
 	unsigned int		tun[KVB_NR_TUNABLES];
 	struct kvb_stats	stats;
 };
@@ -204,7 +191,7 @@ static void kvb_apply_params(struct kvb_data *kd)
 	kvp_params_from_tunables(p, kd->tun);
 	/* max_inflight 0: the limit the depth estimator found. */
 	if (!p->max_inflight)
-		p->max_inflight = kd->est.limit;
+		p->max_inflight = kd->depth.limit;
 	if (!p->window_ns)
 		kvp_flush_draining(kd->ps);
 }
@@ -235,7 +222,8 @@ static void kvb_remove_request(struct kvb_data *kd, struct request *rq)
 }
 
 /* Hand @rq to the driver. */
-static void kvb_start_request(struct kvb_data *kd, struct request *rq)
+static void kvb_start_request(struct kvb_data *kd, struct request *rq,
+			      u64 now)
 {
 	struct kvp_batch *b;
 	unsigned long state;
@@ -264,8 +252,10 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq)
 	kd->stats.dispatched++;
 
 	b = kvb_rq_batch(rq);
-	if (b)
+	if (b) {
 		kvp_rq_dispatched(kd->ps, b, kvb_head_ns(b), bytes);
+		kvp_depth_dispatched(&kd->depth, kd->ps->inflight, now);
+	}
 }
 
 /* The first deferred write at or after @pos in sector order, wrapping. */
@@ -328,13 +318,15 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	struct kvp_pick pick = { .kind = KVP_PICK_NONE };
 	struct request *rq;
 	unsigned long flags;
+	u64 now;
 
 	spin_lock_irqsave(&kd->lock, flags);
+	now = ktime_get_ns();
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
 	if (!rq)
-		rq = kvb_pick_request(kd, &pick, ktime_get_ns());
+		rq = kvb_pick_request(kd, &pick, now);
 	if (rq)
-		kvb_start_request(kd, rq);
+		kvb_start_request(kd, rq, now);
 	if (rq && pick.kind != KVP_PICK_NONE) {
 		struct kvp_batch *b = pick.batch;
 
@@ -496,46 +488,23 @@ static void kvb_prepare_request(struct request *rq)
 	rq->elv.priv[1] = NULL;
 }
 
-/*
- * Feed the automatic max_inflight. Keeping the device busy takes about
- * throughput x unloaded service time requests in flight (Little's law);
- * every window, the limit becomes 1.5 times that estimate plus two. If the
- * limit throttles the device, throughput measures the limit itself and the
- * next estimate grows by half, so it converges on the device's parallelism
- * from either side without deep queues that would undo kvbatch's order.
- */
-static void kvb_depth_sample(struct kvb_data *kd, struct request *rq, u64 now)
+/* Feed the depth controller with a completed request's service time. */
+static void kvb_depth_sample(struct kvb_data *kd, struct request *rq, u64 now,
+			     bool bound)
 {
-	struct kvb_depth_est *est = &kd->est;
-	u64 lat, span, est_depth;
-	u32 limit;
+	struct kvp_depth *d = &kd->depth;
+	u32 old = d->limit;
+	u64 lat = 0;
 
 	lockdep_assert_held(&kd->lock);
 
-	if (!rq->io_start_time_ns || now <= rq->io_start_time_ns)
+	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
+		lat = now - rq->io_start_time_ns;
+	if (!kvp_depth_completed(d, now, lat, kd->ps->inflight, bound))
 		return;
-	lat = now - rq->io_start_time_ns;
-	if (!est->win_min_ns || lat < est->win_min_ns)
-		est->win_min_ns = lat;
-	est->win_done++;
-
-	span = now - est->win_start;
-	if (span < KVB_DEPTH_WINDOW_NS)
-		return;
-	est->lat_min_ns = est->lat_min_ns ?
-		(3 * est->lat_min_ns + est->win_min_ns) / 4 : est->win_min_ns;
-	est_depth = div64_u64((u64)est->win_done * est->lat_min_ns, span);
-	limit = clamp_t(u64, est_depth * 3 / 2 + 2, KVB_AUTO_DEPTH_MIN,
-			max(kd->sched_depth, KVB_AUTO_DEPTH_MIN));
-	if (limit != est->limit)
-		trace_kvbatch_depth(kd->ps->dev, est->limit, limit,
-				    est->lat_min_ns);
-	est->limit = limit;
-	est->win_start = now;
-	est->win_min_ns = 0;
-	est->win_done = 0;
+	trace_kvbatch_depth(kd->ps->dev, old, d->limit, d->base_ns);
 	if (!kvb_tun(kd, KVB_MAX_INFLIGHT))
-		kd->ps->p.max_inflight = est->limit;
+		kd->ps->p.max_inflight = d->limit;
 }
 
 /*
@@ -566,8 +535,8 @@ static void kvb_finish_request(struct request *rq)
 		bool held = kvp_throttled(ps);
 		bool demand = ps->tier[KVB_TIER_DEMAND].inflight;
 
-		kvb_depth_sample(kd, rq, now);
 		kvp_rq_completed(ps, b, now);
+		kvb_depth_sample(kd, rq, now, held && ps->queued);
 		/*
 		 * Run the queue if this completion ends a hold: room under
 		 * max_inflight, or the last demand request done while
@@ -717,6 +686,12 @@ static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
 		want = depth * 3 / 4;
 	WRITE_ONCE(kd->async_depth, clamp(want, 1U, max(depth, 1U)));
 
+	/* Every hardware context has a pool of nr_requests. */
+	spin_lock_irq(&kd->lock);
+	kvp_depth_set_max(&kd->depth, depth * q->nr_hw_queues);
+	kvb_apply_params(kd);
+	spin_unlock_irq(&kd->lock);
+
 	/*
 	 * An elevator cannot grow nr_requests itself; say once per device
 	 * when the pool is too small for reordering to matter.
@@ -788,8 +763,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->ps->dev = q->disk ? disk_devt(q->disk) : 0;
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;
-	kd->est.limit = KVB_AUTO_DEPTH_START;
-	kd->est.win_start = ktime_get_ns();
+	kvp_depth_init(&kd->depth, q->nr_requests * q->nr_hw_queues);
 	spin_lock_irq(&kd->lock);
 	kvb_apply_params(kd);
 	spin_unlock_irq(&kd->lock);
@@ -1112,9 +1086,9 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	seq_printf(m, "async_depth %u\n", kd->async_depth);
 	seq_printf(m, "max_inflight %u%s\n", kd->ps->p.max_inflight,
 		   kvb_tun(kd, KVB_MAX_INFLIGHT) ? "" : " (auto)");
-	seq_printf(m, "auto_limit %u\n", kd->est.limit);
+	seq_printf(m, "auto_limit %u\n", kd->depth.limit);
 	seq_printf(m, "auto_service_us %llu\n",
-		   div_u64(kd->est.lat_min_ns, NSEC_PER_USEC));
+		   div_u64(kd->depth.base_ns, NSEC_PER_USEC));
 	seq_printf(m, "inflight %u\n", kd->ps->inflight);
 	spin_unlock_irq(&kd->lock);
 	return 0;

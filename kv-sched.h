@@ -211,6 +211,72 @@ struct kvp_pick {
 	bool			burst_start;
 };
 
+/*
+ * The automatic max_inflight: the depth controller. It decides how many
+ * scheduled requests may be in the device when the max_inflight tunable is
+ * 0. Too few leaves parallel units idle and costs throughput; too many
+ * moves the queue from kvbatch, which orders it, into the device, which
+ * serves it first come first served. The controller therefore grows the
+ * limit while it binds (completions find it full with work waiting) and
+ * the service time has not risen above its unloaded value, and lowers it
+ * only on evidence: service time well above unloaded, and a trial at the
+ * lower depth that keeps the throughput. A trial that loses throughput is
+ * undone at once and is not repeated for a while (exponential back-off).
+ * Throughput is counted over busy time only, so idle gaps between bursts
+ * neither shrink the limit nor end a window early.
+ *
+ * The host calls kvp_depth_dispatched() and kvp_depth_completed() for
+ * every scheduled request, under its lock, with one clock reading per
+ * event; neither allocates or sleeps.
+ */
+enum kvp_depth_trial {
+	KVP_TRIAL_NONE,
+	KVP_TRIAL_UP,		/* deeper: kept if throughput rises */
+	KVP_TRIAL_DOWN,		/* shallower: kept if throughput holds */
+};
+
+struct kvp_depth {
+	u32	limit;		/* current limit, in [min, max] */
+	u32	max;		/* the host's ceiling (its request pool) */
+	u64	base_ns;	/* unloaded service time estimate */
+
+	/* The current window, over busy time only. */
+	u64	busy_ns;	/* closed busy periods */
+	u64	busy_since;	/* start of the open busy period, or 0 */
+	u64	lat_ns;		/* sum of service times */
+	u32	done;		/* completions */
+	u32	bound;		/* completions that found the limit binding */
+
+	/* A trial in progress, and the back-off after failed ones. */
+	u8	trial;
+	u32	trial_from;	/* limit before the trial */
+	u64	trial_rate;	/* completions per second before it */
+	u32	wait_up, wait_down;	/* windows until the next trial */
+	u32	backoff_up, backoff_down;
+
+	/* Counters (debugfs). */
+	u64	windows, grows, shrinks, reverts, restarts;
+};
+
+/* Window length (busy time) and the limit's fixed bounds. */
+#define KVP_DEPTH_WINDOW_NS	(50ULL * 1000 * 1000)
+#define KVP_DEPTH_WINDOW_MIN	32U	/* completions per window */
+#define KVP_DEPTH_MIN		4U
+#define KVP_DEPTH_START		32U
+
+void kvp_depth_init(struct kvp_depth *d, u32 max);
+/* The host's ceiling changed (nr_requests); the limit is clamped to it. */
+void kvp_depth_set_max(struct kvp_depth *d, u32 max);
+/* A scheduled request entered the device; @inflight counts it already. */
+void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);
+/*
+ * A scheduled request completed after @lat_ns in the device (0: unknown);
+ * @inflight no longer counts it; @bound: the limit was full and work was
+ * waiting when it completed. Returns true if the limit changed.
+ */
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+			 u32 inflight, bool bound);
+
 /* Set-up: one allocation of kvp_size() bytes, zeroed, handed to kvp_init. */
 unsigned long kvp_size(u32 nr_batches);
 struct kvp_sched *kvp_init(void *mem, u32 nr_batches);
