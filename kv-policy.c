@@ -739,7 +739,7 @@ void kvp_depth_init(struct kvp_depth *d, u32 max)
 {
 	memset(d, 0, sizeof(*d));
 	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
-	d->limit = KVP_DEPTH_START < d->max ? KVP_DEPTH_START : d->max;
+	d->limit = d->max > KVP_DEPTH_START ? KVP_DEPTH_START : d->max;
 }
 
 void kvp_depth_set_max(struct kvp_depth *d, u32 max)
@@ -749,43 +749,216 @@ void kvp_depth_set_max(struct kvp_depth *d, u32 max)
 		d->limit = d->max;
 }
 
+/* Busy time of the current window up to @now. */
+static u64 kvp_depth_busy(const struct kvp_depth *d, u64 now)
+{
+	u64 busy = d->busy_ns;
+
+	if (d->busy_since && now > d->busy_since)
+		busy += now - d->busy_since;
+	return busy;
+}
+
+static void kvp_depth_window_reset(struct kvp_depth *d)
+{
+	d->busy_ns = 0;
+	d->lat_ns = 0;
+	d->min_ns = 0;
+	d->done = 0;
+	d->bound = 0;
+}
+
 /*
- * Port of the estimator the module used until now: every 50 ms of wall
- * time, limit = 1.5 x throughput x minimum service time + 2.
+ * The first request after an idle period opens a busy period. Only busy
+ * time counts towards a window, so bursts separated by think time are
+ * measured as what they are; a window left half full for longer than a
+ * second describes a device state that may be gone, and starts afresh.
  */
 void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now)
 {
-	(void)inflight;
-	if (!d->busy_since)
-		d->busy_since = now;
+	if (inflight != 1 || d->busy_since)
+		return;
+	if (d->idle_since && now > d->idle_since &&
+	    now - d->idle_since > KVP_DEPTH_STALE_NS && d->done) {
+		kvp_depth_window_reset(d);
+		d->restarts++;
+	}
+	d->busy_since = now ? now : 1;
 }
 
+/* Start a trial at @limit, remembering where it came from. */
+static void kvp_depth_try(struct kvp_depth *d, enum kvp_depth_trial trial,
+			  u32 limit, u64 rate)
+{
+	d->trial = trial;
+	d->trial_from = d->limit;
+	d->trial_rate = rate;
+	d->limit = limit;
+}
+
+/* Undo a failed trial and wait longer before the next of its kind. */
+static void kvp_depth_undo(struct kvp_depth *d, u32 *wait, u32 *backoff)
+{
+	d->limit = d->trial_from;
+	d->reverts++;
+	*backoff = *backoff ? *backoff * 2 : 1;
+	if (*backoff > KVP_DEPTH_BACKOFF_MAX)
+		*backoff = KVP_DEPTH_BACKOFF_MAX;
+	*wait = 4 * *backoff;
+}
+
+/*
+ * One window's verdict. @rate is completions per second of busy time,
+ * @mean the mean service time, @bound whether the limit held work back
+ * for at least a quarter of the completions.
+ */
+static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean,
+			     bool bound)
+{
+	u64 base = d->base_ns;
+	bool idle_units;
+	u32 step, floor;
+	u64 need;
+
+	/*
+	 * A trial ends after one window: keep it or undo it. It is compared
+	 * with the smoothed throughput at the limit it left, so one lucky or
+	 * unlucky window does not decide it alone.
+	 */
+	if (d->trial == KVP_TRIAL_UP) {
+		d->trial = KVP_TRIAL_NONE;
+		/* Deeper must buy at least 1/32 more throughput. */
+		if (rate * 32 >= d->trial_rate * 33) {
+			d->backoff_up = 0;
+			d->grows++;
+			d->ref_rate = rate;
+		} else {
+			kvp_depth_undo(d, &d->wait_up, &d->backoff_up);
+		}
+		return;
+	}
+	if (d->trial == KVP_TRIAL_DOWN) {
+		d->trial = KVP_TRIAL_NONE;
+		/* Shallower may cost at most 1/64 of the throughput. */
+		if (rate * 64 >= d->trial_rate * 63) {
+			d->backoff_down = 0;
+			d->shrinks++;
+			d->ref_rate = rate;
+		} else {
+			kvp_depth_undo(d, &d->wait_down, &d->backoff_down);
+		}
+		return;
+	}
+	d->ref_rate = d->ref_rate ? (3 * d->ref_rate + rate) / 4 : rate;
+	rate = d->ref_rate;
+	if (d->wait_up)
+		d->wait_up--;
+	if (d->wait_down)
+		d->wait_down--;
+
+	/*
+	 * The service time is near its unloaded value while the limit binds:
+	 * the device seems to have idle parallelism, so only a deeper trial
+	 * makes sense, and a bold one; unless the last deeper trial just
+	 * showed otherwise (the unloaded value may be a loaded one, if the
+	 * device was never seen idle).
+	 */
+	idle_units = bound && mean * 4 < base * 5 && !d->wait_up;
+
+	/*
+	 * Try a quarter less depth: kept if the throughput holds, so the
+	 * limit settles at the shallowest depth that keeps the device as busy
+	 * as a deeper one, and the rest of the queue stays in kvbatch, where
+	 * its order applies. Never below what Little's law says the measured
+	 * throughput needs at the fastest service time seen.
+	 */
+	if (!d->wait_down && !idle_units) {
+		need = div64_u64(rate * d->floor_ns, NSEC_PER_SEC) + 1;
+		floor = need < d->max ? need : d->max;
+		if (floor < KVP_DEPTH_MIN)
+			floor = KVP_DEPTH_MIN;
+		if (d->limit * 3 / 4 > floor)
+			floor = d->limit * 3 / 4;
+		if (floor < d->limit) {
+			kvp_depth_try(d, KVP_TRIAL_DOWN, floor, rate);
+			return;
+		}
+	}
+
+	/*
+	 * Work waits for the limit: try more depth, kept only if it buys
+	 * throughput. A device whose blocks hash onto dies keeps gaining past
+	 * the point where its service time starts to rise; one with free
+	 * units stops gaining at its parallelism.
+	 */
+	if (bound && !d->wait_up && d->limit < d->max) {
+		step = idle_units ? d->limit / 2 : d->limit / 4;
+		if (step < 2)
+			step = 2;
+		kvp_depth_try(d, KVP_TRIAL_UP, d->limit + step < d->max ?
+			      d->limit + step : d->max, rate);
+	}
+}
+
+/*
+ * A window closes once it has KVP_DEPTH_WINDOW_RQS completions over at
+ * least KVP_DEPTH_WINDOW_NS of busy time: enough completions that its
+ * throughput is not noise, on fast devices too; a trial's window, which
+ * decides more, takes four times as many. A slow device closes a window
+ * after KVP_DEPTH_WINDOW_MAX_NS with fewer.
+ */
 bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 			 u32 inflight, bool bound)
 {
-	u64 span, est;
-	u32 limit, old = d->limit;
+	u32 old = d->limit;
+	u64 busy, rate, mean;
 
-	(void)inflight;
-	(void)bound;
-	if (!lat_ns)
+	if (lat_ns) {
+		if (!d->min_ns || lat_ns < d->min_ns)
+			d->min_ns = lat_ns;
+		d->lat_ns += lat_ns;
+		d->done++;
+		d->bound += bound;
+	}
+	busy = kvp_depth_busy(d, now);
+	if (!inflight) {
+		/* The device went idle: close the busy period. */
+		d->busy_ns = busy;
+		d->busy_since = 0;
+		d->idle_since = now;
+	}
+	if (!(d->done >= (d->trial ? 4 : 1) * KVP_DEPTH_WINDOW_RQS &&
+	      busy >= KVP_DEPTH_WINDOW_NS) &&
+	    !(d->done >= KVP_DEPTH_WINDOW_MIN &&
+	      busy >= KVP_DEPTH_WINDOW_MAX_NS))
 		return false;
-	if (!d->lat_ns || lat_ns < d->lat_ns)
-		d->lat_ns = lat_ns;
-	d->done++;
-	span = now - d->busy_since;
-	if (span < KVP_DEPTH_WINDOW_NS)
-		return false;
-	d->base_ns = d->base_ns ? (3 * d->base_ns + d->lat_ns) / 4 : d->lat_ns;
-	est = div64_u64((u64)d->done * d->base_ns, span);
-	limit = est * 3 / 2 + 2;
-	if (limit < KVP_DEPTH_MIN)
-		limit = KVP_DEPTH_MIN;
-	if (limit > d->max)
-		limit = d->max;
-	d->limit = limit;
-	d->busy_since = now;
-	d->lat_ns = 0;
-	d->done = 0;
-	return limit != old;
+
+	rate = div64_u64((u64)d->done * NSEC_PER_SEC, busy);
+	mean = div64_u64(d->lat_ns, d->done);
+	d->windows++;
+	if (!d->base_ns)
+		d->base_ns = mean;
+	if (!d->floor_ns || d->min_ns < d->floor_ns)
+		d->floor_ns = d->min_ns;
+	else
+		d->floor_ns += (d->min_ns - d->floor_ns) / 256;
+	kvp_depth_decide(d, rate, mean, d->bound * 4 >= d->done);
+
+	/*
+	 * The unloaded service time: the lowest window mean, which rises
+	 * slowly when the device itself becomes slower. Windows where the
+	 * limit did not bind see the load the device is offered; they
+	 * follow the mean faster.
+	 */
+	if (mean < d->base_ns)
+		d->base_ns = mean;
+	else if (d->bound * 4 < d->done)
+		d->base_ns += (mean - d->base_ns) / 8;
+	else
+		d->base_ns += (mean - d->base_ns) / 256;
+
+	kvp_depth_window_reset(d);
+	if (d->busy_since)
+		d->busy_since = now;
+	return d->limit != old;
 }

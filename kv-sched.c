@@ -1087,8 +1087,18 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	seq_printf(m, "max_inflight %u%s\n", kd->ps->p.max_inflight,
 		   kvb_tun(kd, KVB_MAX_INFLIGHT) ? "" : " (auto)");
 	seq_printf(m, "auto_limit %u\n", kd->depth.limit);
+	seq_printf(m, "auto_ceiling %u\n", kd->depth.max);
 	seq_printf(m, "auto_service_us %llu\n",
 		   div_u64(kd->depth.base_ns, NSEC_PER_USEC));
+	seq_printf(m, "auto_rate %llu\n", kd->depth.ref_rate);
+	seq_printf(m, "auto_trial %s\n",
+		   kd->depth.trial == KVP_TRIAL_UP ? "up" :
+		   kd->depth.trial == KVP_TRIAL_DOWN ? "down" : "none");
+	seq_printf(m, "auto_windows %llu\n", kd->depth.windows);
+	seq_printf(m, "auto_grows %llu\n", kd->depth.grows);
+	seq_printf(m, "auto_shrinks %llu\n", kd->depth.shrinks);
+	seq_printf(m, "auto_reverts %llu\n", kd->depth.reverts);
+	seq_printf(m, "auto_restarts %llu\n", kd->depth.restarts);
 	seq_printf(m, "inflight %u\n", kd->ps->inflight);
 	spin_unlock_irq(&kd->lock);
 	return 0;

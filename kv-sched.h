@@ -239,11 +239,14 @@ struct kvp_depth {
 	u32	limit;		/* current limit, in [min, max] */
 	u32	max;		/* the host's ceiling (its request pool) */
 	u64	base_ns;	/* unloaded service time estimate */
+	u64	floor_ns;	/* fastest service time seen, for the floor */
 
 	/* The current window, over busy time only. */
 	u64	busy_ns;	/* closed busy periods */
 	u64	busy_since;	/* start of the open busy period, or 0 */
+	u64	idle_since;	/* end of the last busy period */
 	u64	lat_ns;		/* sum of service times */
+	u64	min_ns;		/* shortest service time */
 	u32	done;		/* completions */
 	u32	bound;		/* completions that found the limit binding */
 
@@ -251,6 +254,7 @@ struct kvp_depth {
 	u8	trial;
 	u32	trial_from;	/* limit before the trial */
 	u64	trial_rate;	/* completions per second before it */
+	u64	ref_rate;	/* smoothed throughput at the current limit */
 	u32	wait_up, wait_down;	/* windows until the next trial */
 	u32	backoff_up, backoff_down;
 
@@ -258,11 +262,16 @@ struct kvp_depth {
 	u64	windows, grows, shrinks, reverts, restarts;
 };
 
-/* Window length (busy time) and the limit's fixed bounds. */
-#define KVP_DEPTH_WINDOW_NS	(50ULL * 1000 * 1000)
-#define KVP_DEPTH_WINDOW_MIN	32U	/* completions per window */
+/* Window length (completions, busy time) and the limit's fixed bounds. */
+#define KVP_DEPTH_WINDOW_RQS	512U
+#define KVP_DEPTH_WINDOW_NS	(10ULL * 1000 * 1000)
+#define KVP_DEPTH_WINDOW_MIN	32U
+#define KVP_DEPTH_WINDOW_MAX_NS	(500ULL * 1000 * 1000)
 #define KVP_DEPTH_MIN		4U
 #define KVP_DEPTH_START		32U
+/* A window idle this long is discarded; trials back off up to 4 x this. */
+#define KVP_DEPTH_STALE_NS	(1000ULL * 1000 * 1000)
+#define KVP_DEPTH_BACKOFF_MAX	64U
 
 void kvp_depth_init(struct kvp_depth *d, u32 max);
 /* The host's ceiling changed (nr_requests); the limit is clamped to it. */

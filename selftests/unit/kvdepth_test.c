@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Unit tests of the kvbatch depth controller (kvp_depth_* in kv-policy.c),
+ * the automatic max_inflight, driven against modelled devices.
+ *
+ * The device model: @units parallel units, each serving one request at a
+ * time, with a service time of mean @svc_ns and a coefficient of variation
+ * of @cv_pct percent (a fixed part plus an exponential part). A request
+ * dispatched to the device either takes any free unit (null_blk, or an
+ * SSD that stripes perfectly) or joins the FIFO of one unit picked at
+ * random (an SSD whose logical blocks hash onto dies, so that some dies
+ * have a queue while others idle). The host keeps the requests beyond the
+ * limit, as kvbatch does, and dispatches when a completion makes room.
+ *
+ * Each case is run twice: once with the controller setting the limit and
+ * once with the limit at the host's ceiling (no limit). The expectations
+ * come from what the controller promises, not from recorded figures:
+ * throughput within 10% of the unlimited run (the limit never costs
+ * throughput), a limit that does not collapse across idle gaps or a
+ * clock read out of order, and, where depth past the device's parallelism
+ * buys nothing, a limit near that parallelism, so that the rest of the
+ * queue stays in the scheduler, where its order applies.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "kv-sched.h"
+#include "tap.h"
+
+#define US	1000ULL
+#define MS	1000000ULL
+#define SEC	1000000000ULL
+
+#define MAX_UNITS	512
+#define NO_TIME		(~0ULL)
+
+struct dev_model {
+	u32	units;
+	bool	random_unit;	/* FIFO per unit, picked at random */
+	u64	svc_ns;		/* mean service time */
+	u32	cv_pct;		/* coefficient of variation, percent */
+};
+
+struct load_model {
+	u32	outstanding;	/* closed loop: requests kept submitted */
+	u32	burst;		/* > 0: bursts of this many, then a gap */
+	u64	gap_ns;
+	u64	duration_ns;
+	u64	warmup_ns;	/* not counted in the throughput */
+};
+
+struct run_result {
+	u64	done;		/* completions after the warm-up */
+	u64	busy_ns;	/* time with requests pending, after it */
+	u32	limit_end;
+	u32	limit_min;	/* lowest limit after the warm-up */
+	u32	limit_max;
+	u64	rate;		/* completions per second of busy time */
+};
+
+/* A small deterministic PRNG, so every run of the test is the same. */
+static u64 rng_state;
+
+static u64 rng_next(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static double rng_unit(void)
+{
+	return (double)(rng_next() >> 11) / (double)(1ULL << 53);
+}
+
+static u64 svc_time(const struct dev_model *m)
+{
+	double c = m->cv_pct / 100.0;
+	double e = -__builtin_log(1.0 - rng_unit());
+
+	return (u64)(m->svc_ns * ((1.0 - c) + c * e)) + 1;
+}
+
+/* A ring of dispatch times: a unit's FIFO, or the device's shared one. */
+struct ring {
+	u64	*t;
+	u32	head, n, cap;
+};
+
+static void ring_push(struct ring *r, u64 v)
+{
+	r->t[(r->head + r->n++) % r->cap] = v;
+}
+
+static u64 ring_pop(struct ring *r)
+{
+	u64 v = r->t[r->head];
+
+	r->head = (r->head + 1) % r->cap;
+	r->n--;
+	return v;
+}
+
+struct sim {
+	const struct dev_model *m;
+	struct ring	q[MAX_UNITS];	/* random_unit: per unit */
+	struct ring	shared;		/* otherwise */
+	u64		done_at[MAX_UNITS];	/* NO_TIME: idle */
+	u64		start_of[MAX_UNITS];	/* dispatch time in service */
+	u32		inflight;
+};
+
+/* Start the next request a unit may serve. */
+static void unit_start(struct sim *s, u32 u, u64 now)
+{
+	struct ring *r = s->m->random_unit ? &s->q[u] : &s->shared;
+
+	if (s->done_at[u] != NO_TIME || !r->n)
+		return;
+	s->start_of[u] = ring_pop(r);
+	s->done_at[u] = now + svc_time(s->m);
+}
+
+static void dev_submit(struct sim *s, u64 now)
+{
+	u32 u;
+
+	s->inflight++;
+	if (s->m->random_unit) {
+		u = rng_next() % s->m->units;
+		ring_push(&s->q[u], now);
+		unit_start(s, u, now);
+		return;
+	}
+	ring_push(&s->shared, now);
+	for (u = 0; u < s->m->units; u++) {
+		if (s->done_at[u] == NO_TIME) {
+			unit_start(s, u, now);
+			break;
+		}
+	}
+}
+
+/*
+ * Run @load on @m. With @fixed non-zero the limit is @fixed; otherwise the
+ * controller sets it, starting from kvp_depth_init(@ceil).
+ */
+static int run(const struct dev_model *m, const struct load_model *load,
+	       u32 ceil, u32 fixed, struct run_result *res)
+{
+	static struct sim s;
+	struct kvp_depth d;
+	u64 now = 1 * SEC, end = now + load->duration_ns;
+	u64 warm = now + load->warmup_ns;
+	u64 next_burst = now, busy_from = 0;
+	u32 host = 0, left_in_burst = 0, u;
+	u32 cap = ceil + 1;
+
+	memset(&s, 0, sizeof(s));
+	memset(res, 0, sizeof(*res));
+	s.m = m;
+	for (u = 0; u < m->units; u++) {
+		s.done_at[u] = NO_TIME;
+		s.q[u].cap = cap;
+		s.q[u].t = calloc(cap, sizeof(u64));
+	}
+	s.shared.cap = cap;
+	s.shared.t = calloc(cap, sizeof(u64));
+	kvp_depth_init(&d, ceil);
+	res->limit_min = ~0U;
+
+	for (;;) {
+		u32 limit = fixed ? fixed : d.limit;
+		u64 t = NO_TIME;
+		u32 first = 0;
+
+		/* Arrivals. */
+		if (load->burst) {
+			if (!host && !s.inflight && !left_in_burst &&
+			    now >= next_burst && now < end) {
+				host = load->burst;
+				left_in_burst = load->burst;
+			}
+		} else if (now < end) {
+			while (host + s.inflight < load->outstanding)
+				host++;
+		}
+		if ((host || s.inflight) && !busy_from)
+			busy_from = now;
+
+		/* Dispatch up to the limit. */
+		while (host && s.inflight < limit) {
+			host--;
+			dev_submit(&s, now);
+			kvp_depth_dispatched(&d, s.inflight, now);
+		}
+
+		/* Next event: the earliest completion, or the next burst. */
+		for (u = 0; u < m->units; u++) {
+			if (s.done_at[u] < t) {
+				t = s.done_at[u];
+				first = u;
+			}
+		}
+		if (t == NO_TIME) {
+			if (busy_from && now > warm)
+				res->busy_ns += now - (busy_from > warm ?
+						       busy_from : warm);
+			busy_from = 0;
+			if (!load->burst || now >= end)
+				break;
+			next_burst = now + load->gap_ns;
+			left_in_burst = 0;
+			now = next_burst;
+			continue;
+		}
+		now = t;
+
+		/* Complete the request on unit @first. */
+		{
+			bool bound = host && s.inflight >= limit;
+			u64 lat = now - s.start_of[first];
+
+			s.done_at[first] = NO_TIME;
+			s.inflight--;
+			if (left_in_burst)
+				left_in_burst--;
+			if (!fixed)
+				kvp_depth_completed(&d, now, lat, s.inflight,
+						    bound);
+			unit_start(&s, first, now);
+			if (!m->random_unit) {
+				for (u = 0; u < m->units; u++)
+					unit_start(&s, u, now);
+			}
+		}
+		if (now > warm) {
+			res->done++;
+			if (d.limit < res->limit_min)
+				res->limit_min = d.limit;
+			if (d.limit > res->limit_max)
+				res->limit_max = d.limit;
+		}
+		if (now >= end && !load->burst && !s.inflight)
+			break;
+		if (now >= end && load->burst && !s.inflight && !host)
+			break;
+	}
+	if (busy_from && now > warm)
+		res->busy_ns += now - (busy_from > warm ? busy_from : warm);
+	res->limit_end = fixed ? fixed : d.limit;
+	res->rate = res->busy_ns ? res->done * SEC / res->busy_ns : 0;
+	for (u = 0; u < m->units; u++)
+		free(s.q[u].t);
+	free(s.shared.t);
+	return 0;
+}
+
+static const char *dev_name(const struct dev_model *m, char *buf, size_t n)
+{
+	snprintf(buf, n, "%u units%s, %llu us, cv %u%%", m->units,
+		 m->random_unit ? " (random)" : "",
+		 (unsigned long long)(m->svc_ns / US), m->cv_pct);
+	return buf;
+}
+
+/*
+ * Steady closed-loop load, several times the device's parallelism: the
+ * controller must keep at least 90% of the unlimited throughput, and keep
+ * the queue in the scheduler (a limit well under the offered load).
+ */
+static bool test_steady(void)
+{
+	static const u32 units[] = { 4, 32, 256 };
+	static const u32 cvs[] = { 0, 50, 100 };
+	u32 i, j, r;
+	char name[96];
+
+	for (r = 0; r < 2; r++) {
+		for (i = 0; i < 3; i++) {
+			for (j = 0; j < 3; j++) {
+				struct dev_model m = {
+					.units = units[i], .random_unit = r,
+					.svc_ns = 1 * MS, .cv_pct = cvs[j],
+				};
+				struct load_model l = {
+					.outstanding = 8 * units[i] + 64,
+					/* Windows of a slow device are long. */
+					.duration_ns = (units[i] < 32 ? 20 : 4) * SEC,
+					.warmup_ns = (units[i] < 32 ? 5 : 1) * SEC,
+				};
+				u32 ceil = 2 * l.outstanding;
+				struct run_result a, b;
+
+				rng_state = 0x9e3779b97f4a7c15ULL + i * 7 + j;
+				run(&m, &l, ceil, 0, &a);
+				rng_state = 0x9e3779b97f4a7c15ULL + i * 7 + j;
+				run(&m, &l, ceil, ceil, &b);
+				dev_name(&m, name, sizeof(name));
+				diag("steady, %s, %u outstanding: %llu/s at limit %u..%u (end %u), unlimited %llu/s",
+				     name, l.outstanding,
+				     (unsigned long long)a.rate, a.limit_min,
+				     a.limit_max, a.limit_end,
+				     (unsigned long long)b.rate);
+				EXPECT(a.rate * 10 >= b.rate * 9,
+				       "%s: %llu/s is under 90%% of the unlimited %llu/s",
+				       name, (unsigned long long)a.rate,
+				       (unsigned long long)b.rate);
+				EXPECT(a.limit_end * 10 >= units[i] * 9,
+				       "%s: limit %u is well below the device's %u units",
+				       name, a.limit_end, units[i]);
+				/*
+				 * Past its parallelism a device with free
+				 * units gains nothing from depth: the rest
+				 * belongs in the scheduler. A device whose
+				 * blocks hash onto dies keeps gaining (a few
+				 * percent per step), so there only the
+				 * throughput is held to account.
+				 */
+				EXPECT(r || a.limit_end <= 2 * units[i] + 16,
+				       "%s: limit %u is past twice the device's %u units",
+				       name, a.limit_end, units[i]);
+			}
+		}
+	}
+	return true;
+}
+
+/*
+ * Bursts of recalls with idle gaps (fio --thinktime): the throughput over
+ * busy time must stay within 90% of the unlimited one, and the gaps must
+ * not collapse the limit (trials may take it somewhat below the device's
+ * parallelism where that costs no throughput, not to a handful).
+ */
+static bool test_bursty(void)
+{
+	static const u32 units[] = { 32, 256 };
+	u32 i, j;
+	char name[96];
+
+	for (i = 0; i < 2; i++) {
+		for (j = 0; j < 2; j++) {
+			struct dev_model m = {
+				.units = units[i], .svc_ns = 1 * MS,
+				.cv_pct = j ? 100 : 0,
+			};
+			struct load_model l = {
+				.burst = 2 * units[i], .gap_ns = 60 * MS,
+				.duration_ns = 20 * SEC, .warmup_ns = 5 * SEC,
+			};
+			u32 ceil = 1024;
+			struct run_result a, b;
+
+			rng_state = 0x2545f4914f6cdd1dULL + i;
+			run(&m, &l, ceil, 0, &a);
+			rng_state = 0x2545f4914f6cdd1dULL + i;
+			run(&m, &l, ceil, ceil, &b);
+			dev_name(&m, name, sizeof(name));
+			diag("bursty, %s, bursts of %u: %llu/s busy at limit %u..%u, unlimited %llu/s",
+			     name, l.burst, (unsigned long long)a.rate,
+			     a.limit_min, a.limit_max,
+			     (unsigned long long)b.rate);
+			EXPECT(a.rate * 10 >= b.rate * 9,
+			       "%s: %llu/s is under 90%% of the unlimited %llu/s",
+			       name, (unsigned long long)a.rate,
+			       (unsigned long long)b.rate);
+			EXPECT(a.limit_min * 4 >= units[i],
+			       "%s: the limit fell to %u, under a quarter of the device's %u units",
+			       name, a.limit_min, units[i]);
+		}
+	}
+	return true;
+}
+
+/*
+ * One window's worth of steady completions, then a completion stamped a
+ * little before the window started (another CPU read the clock first):
+ * the limit must not move on it.
+ */
+static bool test_clock_order(void)
+{
+	struct kvp_depth d;
+	u64 t = 10 * SEC;
+	u32 i, before;
+
+	kvp_depth_init(&d, 256);
+	kvp_depth_dispatched(&d, 1, t);
+	for (i = 0; i < 64; i++)
+		kvp_depth_completed(&d, t + i * US, 100 * US, 1, false);
+	before = d.limit;
+	kvp_depth_dispatched(&d, 1, t + 64 * US);
+	kvp_depth_completed(&d, t - 5 * US, 100 * US, 0, false);
+	EXPECT(d.limit >= before,
+	       "a completion read before the window start moved the limit %u -> %u",
+	       before, d.limit);
+	return true;
+}
+
+/*
+ * A deep device that grew the limit, then ten seconds idle, then a single
+ * request: the idle time is not device time and must not shrink it.
+ */
+static bool test_idle_gap(void)
+{
+	struct dev_model m = { .units = 256, .svc_ns = 1 * MS };
+	struct load_model l = {
+		.outstanding = 1024, .duration_ns = 2 * SEC,
+		.warmup_ns = 1 * SEC,
+	};
+	struct run_result a;
+	struct kvp_depth d;
+	u64 t = 100 * SEC;
+	u32 i;
+
+	rng_state = 42;
+	run(&m, &l, 2048, 0, &a);
+	EXPECT(a.limit_end >= 192, "steady run ended at limit %u",
+	       a.limit_end);
+
+	/* The same state, by hand: grow, then idle, then one request. */
+	kvp_depth_init(&d, 2048);
+	for (i = 0; i < 4000; i++) {
+		u32 n = d.limit;
+
+		kvp_depth_dispatched(&d, 1, t);
+		kvp_depth_completed(&d, t + 1 * MS, 1 * MS, n - 1, true);
+		t += 1 * MS / (n < 256 ? n : 256);
+	}
+	a.limit_end = d.limit;
+	kvp_depth_completed(&d, t, 1 * MS, 0, false);
+	t += 10 * SEC;
+	kvp_depth_dispatched(&d, 1, t);
+	kvp_depth_completed(&d, t + 1 * MS, 1 * MS, 0, false);
+	EXPECT(d.limit >= a.limit_end,
+	       "ten idle seconds took the limit from %u to %u",
+	       a.limit_end, d.limit);
+	return true;
+}
+
+/* The limit stays within [KVP_DEPTH_MIN, ceiling] whatever happens. */
+static bool test_bounds(void)
+{
+	struct kvp_depth d;
+	u64 t = SEC;
+	u32 i;
+
+	kvp_depth_init(&d, 8);
+	EXPECT(d.limit <= 8, "start limit %u over the ceiling 8", d.limit);
+	for (i = 0; i < 100000; i++) {
+		kvp_depth_dispatched(&d, 1 + i % 8, t);
+		kvp_depth_completed(&d, t + 5 * US, i % 3 ? 5 * US : 900 * US,
+				    i % 8, i & 1);
+		t += 5 * US;
+		EXPECT(d.limit >= KVP_DEPTH_MIN && d.limit <= 8,
+		       "limit %u outside [%u, 8]", d.limit, KVP_DEPTH_MIN);
+	}
+	kvp_depth_set_max(&d, 2);
+	EXPECT(d.limit == KVP_DEPTH_MIN,
+	       "ceiling 2: limit %u, expected the minimum %u", d.limit,
+	       KVP_DEPTH_MIN);
+	return true;
+}
+
+int main(void)
+{
+	static const struct {
+		bool (*fn)(void);
+		const char *desc;
+	} tests[] = {
+		{ test_steady, "depth: steady load keeps throughput and the queue" },
+		{ test_bursty, "depth: bursts with idle gaps keep throughput" },
+		{ test_clock_order, "depth: a clock read out of order" },
+		{ test_idle_gap, "depth: idle time does not shrink the limit" },
+		{ test_bounds, "depth: the limit stays within its bounds" },
+	};
+	int n = sizeof(tests) / sizeof(tests[0]), i;
+	struct timespec t0, t1;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("TAP version 13\n1..%d\n", n);
+	for (i = 0; i < n; i++)
+		run_test(tests[i].fn, tests[i].desc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	diag("runtime %.3fs", (t1.tv_sec - t0.tv_sec) +
+	     (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	printf("%d passed, %d failed\n", nr_pass, nr_fail);
+	return nr_fail ? 1 : 0;
+}
