@@ -577,6 +577,8 @@ static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
 	};
 
 	if (start) {
+		ps->burst_forced = why == KVB_WHY_WRITE_BURST &&
+				   ps->wq->queued >= ps->p.write_defer_max;
 		ps->burst_left = ps->wq->queued < ps->p.write_batch ?
 				 ps->wq->queued : ps->p.write_batch;
 		ps->stats.bursts++;
@@ -677,7 +679,19 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 		}
 	}
 
-	/* 3. Demand: the batch with the least remaining work. */
+	/*
+	 * 3. A full deferral queue forces a burst even ahead of queued
+	 * demand, and the burst finishes: write_defer_max bounds the writes
+	 * kvbatch holds, so that writeback (and the tags it holds) keeps
+	 * moving under a recall flood.
+	 */
+	if (wq->queued && (wq->queued >= ps->p.write_defer_max ||
+			   (ps->burst_left && ps->burst_forced))) {
+		pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, !ps->burst_left);
+		goto out;
+	}
+
+	/* 4. Demand: the batch with the least remaining work. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_DEMAND].work);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_TAIL);
@@ -685,17 +699,13 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	}
 
 	/*
-	 * 4. Writes. A burst in progress finishes; a full deferral queue is
-	 * released; otherwise writes wait while demand is in flight, and
-	 * then compete with the normal tier as one batch of a burst's size.
+	 * 5. Writes. A burst in progress finishes; otherwise writes wait
+	 * while demand is in flight, and then compete with the normal tier
+	 * as one batch of a burst's size.
 	 */
 	if (wq->queued) {
 		if (ps->burst_left) {
 			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, false);
-			goto out;
-		}
-		if (wq->queued >= ps->p.write_defer_max) {
-			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, true);
 			goto out;
 		}
 		if (!ps->tier[KVB_TIER_DEMAND].inflight) {
@@ -712,14 +722,14 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 		ps->burst_left = 0;
 	}
 
-	/* 5. Everything else that is not prefetch. */
+	/* 6. Everything else that is not prefetch. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_FOREIGN);
 		goto out;
 	}
 
-	/* 6. Prefetch, when nothing above is waiting. */
+	/* 7. Prefetch, when nothing above is waiting. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_PREFETCH].work);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_PREFETCH);
@@ -731,6 +741,20 @@ out:
 	ps->stats.dispatched[pick.why]++;
 	ps->stats.dispatched_tier[pick.batch->tier]++;
 	return pick;
+}
+
+bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until)
+{
+	const struct kvp_batch *wq = ps->wq;
+
+	/* What kvp_choose() checks, in its order, for writes alone. */
+	if (!wq->queued || wq->queued != ps->queued || kvp_throttled(ps) ||
+	    ps->burst_left || wq->queued >= ps->p.write_defer_max ||
+	    !ps->tier[KVB_TIER_DEMAND].inflight ||
+	    kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now))
+		return false;
+	*until = wq->head_ns + ps->p.expire_ns[KVB_TIER_WRITE];
+	return true;
 }
 
 /* ---- the depth controller (automatic max_inflight) --------------------- */
@@ -962,3 +986,4 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		d->busy_since = now;
 	return d->limit != old;
 }
+

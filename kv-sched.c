@@ -341,22 +341,51 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 
 /*
  * has_work() runs without the lock and may be momentarily stale, but never
- * wrongly "no work" for long: every insert is followed by a queue run, and
+ * wrongly "no work" for long: every insert is followed by a queue run;
  * while max_inflight holds requests back, the completion that makes room
- * runs the queue (kvb_finish_request()). Deferred writes held behind
- * in-flight demand report work, so blk-mq polls until demand finishes.
+ * runs the queue (kvb_finish_request()); and while deferred writes are
+ * held behind in-flight demand it says "no work", as dispatch would, so
+ * blk-mq does not poll: the last demand completion runs the queue, and
+ * kvb_arm_write_expiry() the oldest write's expiry.
  */
 static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
 	struct kvp_sched *ps = kd->ps;
 	u32 limit = READ_ONCE(ps->p.max_inflight);
+	u64 until;
 
 	if (!list_empty_careful(&kd->dispatch))
 		return true;
 	if (!READ_ONCE(ps->queued))
 		return false;
-	return !limit || READ_ONCE(ps->inflight) < limit;
+	if (limit && READ_ONCE(ps->inflight) >= limit)
+		return false;
+	/* Only writes queued while demand is in flight: the rare case. */
+	if (READ_ONCE(ps->wq->queued) == READ_ONCE(ps->queued) &&
+	    READ_ONCE(ps->tier[KVB_TIER_DEMAND].inflight))
+		return !kvp_writes_held(ps, ktime_get_ns(), &until);
+	return true;
+}
+
+/*
+ * Deferred writes are held: run the queue when the oldest expires, in case
+ * demand is still in flight then. Called after an insert, without the
+ * lock; a later insert re-arms the same expiry.
+ */
+static void kvb_arm_write_expiry(struct kvb_data *kd)
+{
+	unsigned long flags;
+	u64 now, until;
+	bool held;
+
+	spin_lock_irqsave(&kd->lock, flags);
+	now = ktime_get_ns();
+	held = kvp_writes_held(kd->ps, now, &until);
+	spin_unlock_irqrestore(&kd->lock, flags);
+	if (held)
+		blk_mq_delay_run_hw_queues(kd->q,
+					   div_u64(until - now, NSEC_PER_MSEC) + 1);
 }
 
 /* Queue a scheduled request in its batch. */
@@ -466,6 +495,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	u64 now = ktime_get_ns();
 	unsigned long irqflags;
 	LIST_HEAD(free);
+	bool held;
 
 	spin_lock_irqsave(&kd->lock, irqflags);
 	while (!list_empty(list)) {
@@ -475,10 +505,13 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 		list_del_init(&rq->queuelist);
 		kvb_insert_request(kd, rq, at_head, &free, now);
 	}
+	held = kd->ps->wq->queued && kd->ps->tier[KVB_TIER_DEMAND].inflight;
 	spin_unlock_irqrestore(&kd->lock, irqflags);
 
 	/* Requests merged away at insert are freed outside the lock. */
 	blk_mq_free_requests(&free);
+	if (held)
+		kvb_arm_write_expiry(kd);
 }
 
 /* Called from blk_mq_rq_ctx_init() for every request we will schedule. */

@@ -188,6 +188,7 @@ struct kvp_sched {
 	u32			queued;		/* all tiers */
 	u32			inflight;	/* all tiers */
 	u32			burst_left;	/* writes left in this burst */
+	bool			burst_forced;	/* by write_defer_max */
 	/* Share owed to each tier, in hundredths of a request. */
 	u32			credit[KVB_NR_BATCH_TIERS];
 	struct kvp_stats	stats;
@@ -323,6 +324,15 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
 
 /* What to dispatch next. The host must dispatch what it is told. */
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);
+
+/*
+ * True when the only queued work is deferred writes held behind in-flight
+ * demand, so that kvp_choose() returns nothing until the demand completes
+ * or, at *@until, the oldest write expires. Reads the core without
+ * changing it: the host may call it without its lock for a hint
+ * (has_work), and must then tolerate a stale answer.
+ */
+bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until);
 
 /* True while max_inflight requests are in the device. */
 static inline bool kvp_throttled(const struct kvp_sched *ps)
