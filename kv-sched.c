@@ -421,11 +421,20 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	state = kvb_rq_state(rq);
 	b = kvb_rq_batch(rq);
 	if (state & KVB_RQ_INFLIGHT) {
-		/* Requeued by the driver: back to the head of its batch. */
+		/*
+		 * Requeued by the driver: back to the head of its batch.
+		 * rb_node shares storage with special_vec, which the driver
+		 * may have used since dispatch (sd's discard payload, freed
+		 * when the command is unprepared) and left behind. Like
+		 * mq-deadline, keep a requeued request out of sort[]: it is
+		 * no merge target. A deferred write goes back into dsort,
+		 * which orders write bursts; elv_rb_add() rewrites the node.
+		 */
 		state = (state & ~KVB_RQ_INFLIGHT) | KVB_RQ_QUEUED;
 		kvb_rq_set_state(rq, state);
 		kd->inflight--;
 		kd->nr_queued++;
+		RB_CLEAR_NODE(&rq->rb_node);
 		if (b) {
 			list_add(&rq->queuelist, &b->rqs);
 			if (state & KVB_RQ_DEFERRED)
