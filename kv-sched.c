@@ -107,7 +107,7 @@ struct kvb_data {
 	spinlock_t		lock;
 	struct request_queue	*q;
 
-	/* At-head inserts, FUA/flush and unscheduled requests: first out. */
+	/* At-head, FUA, flush sequence and unscheduled requests: first out. */
 	struct list_head	dispatch;
 	/* Sector order of queued requests, for front merges and bursts. */
 	struct rb_root		sort[2];	/* scheduled reads, writes */
@@ -462,9 +462,15 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 
 	/*
 	 * At-head inserts are the block layer's own (requeues of requests
-	 * that must go first); FUA and preflush writes are never held.
+	 * that must go first). Writes in a flush sequence are never held:
+	 * blk_insert_flush() strips REQ_PREFLUSH, and REQ_FUA when the
+	 * device lacks FUA, so on 6.12 a FUA write to a write-back cache
+	 * arrives as a plain sync write marked RQF_FLUSH_SEQ, and every
+	 * flush waits while it is held. (6.1 never hands such writes to an
+	 * elevator.) A FUA write the device executes keeps REQ_FUA.
 	 */
-	if (at_head || (rq->cmd_flags & (REQ_FUA | REQ_PREFLUSH))) {
+	if (at_head || (rq->cmd_flags & REQ_FUA) ||
+	    (rq->rq_flags & RQF_FLUSH_SEQ)) {
 		if (at_head)
 			list_add(&rq->queuelist, &kd->dispatch);
 		else
