@@ -93,7 +93,7 @@ struct kvb_data {
 	spinlock_t		lock;
 	struct request_queue	*q;
 
-	/* At-head inserts, FUA/flush and unscheduled requests: first out. */
+	/* At-head, FUA, flush sequence and unscheduled requests: first out. */
 	struct list_head	dispatch;
 	/* Sector order of queued requests, for front merges and bursts. */
 	struct rb_root		sort[2];	/* scheduled reads, writes */
@@ -442,11 +442,20 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	state = kvb_rq_state(rq);
 	b = kvb_rq_batch(rq);
 	if (state & KVB_RQ_INFLIGHT) {
-		/* Requeued by the driver: back to the head of its batch. */
+		/*
+		 * Requeued by the driver: back to the head of its batch.
+		 * rb_node shares storage with special_vec, which the driver
+		 * may have used since dispatch (sd's discard payload, freed
+		 * when the command is unprepared) and left behind. Like
+		 * mq-deadline, keep a requeued request out of sort[]: it is
+		 * no merge target. A deferred write goes back into dsort,
+		 * which orders write bursts; elv_rb_add() rewrites the node.
+		 */
 		state = (state & ~KVB_RQ_INFLIGHT) | KVB_RQ_QUEUED;
 		kvb_rq_set_state(rq, state);
 		kd->inflight--;
 		kd->nr_queued++;
+		RB_CLEAR_NODE(&rq->rb_node);
 		if (b) {
 			list_add(&rq->queuelist, &b->rqs);
 			if (state & KVB_RQ_DEFERRED)
@@ -474,9 +483,15 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 
 	/*
 	 * At-head inserts are the block layer's own (requeues of requests
-	 * that must go first); FUA and preflush writes are never held.
+	 * that must go first). Writes in a flush sequence are never held:
+	 * blk_insert_flush() strips REQ_PREFLUSH, and REQ_FUA when the
+	 * device lacks FUA, so on 6.12 a FUA write to a write-back cache
+	 * arrives as a plain sync write marked RQF_FLUSH_SEQ, and every
+	 * flush waits while it is held. (6.1 never hands such writes to an
+	 * elevator.) A FUA write the device executes keeps REQ_FUA.
 	 */
-	if (at_head || (rq->cmd_flags & (REQ_FUA | REQ_PREFLUSH))) {
+	if (at_head || (rq->cmd_flags & REQ_FUA) ||
+	    (rq->rq_flags & RQF_FLUSH_SEQ)) {
 		if (at_head)
 			list_add(&rq->queuelist, &kd->dispatch);
 		else
