@@ -162,6 +162,16 @@ static inline struct rb_root *kvb_sort_root(struct kvb_data *kd,
 	return &kd->sort[rq_data_dir(rq)];
 }
 
+/*
+ * Flushes and passthrough commands are never scheduled: they go to the
+ * dispatch list and are never accounted. On 6.1 a passthrough request
+ * was prepared (state 0) and its finish_request() finds it not in flight.
+ */
+static inline bool kvb_rq_bypass(struct request *rq)
+{
+	return !kvb_rq_is_sched(rq) || blk_rq_is_passthrough(rq);
+}
+
 /* Arrival time of a batch's oldest queued request (0 if none). */
 static u64 kvb_head_ns(struct kvp_batch *b)
 {
@@ -245,10 +255,11 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq)
 
 	/*
 	 * A request we do not schedule was only put on the dispatch list. Its
-	 * hash and rb nodes were never initialised and, for a flush, elv.priv
-	 * shares storage with the flush machinery: touch nothing but the list.
+	 * hash and rb nodes may never have been initialised and, for a flush,
+	 * elv.priv shares storage with the flush machinery: touch nothing but
+	 * the list.
 	 */
-	if (!kvb_rq_is_sched(rq)) {
+	if (kvb_rq_bypass(rq)) {
 		list_del_init(&rq->queuelist);
 		return;
 	}
@@ -408,7 +419,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 
 	lockdep_assert_held(&kd->lock);
 
-	if (!kvb_rq_is_sched(rq)) {
+	if (kvb_rq_bypass(rq)) {
 		/* Flush or passthrough: never held back, never accounted. */
 		kd->stats.bypassed++;
 		if (at_head)
