@@ -172,13 +172,19 @@ static inline bool kvb_rq_bypass(struct request *rq)
 	return !kvb_rq_is_sched(rq) || blk_rq_is_passthrough(rq);
 }
 
-/* Arrival time of a batch's oldest queued request (0 if none). */
+/*
+ * A queued request's arrival time is kvbatch's own stamp in rq->fifo_time,
+ * taken from start_time_ns when it is queued: attempt_merge() lowers the
+ * receiving request's start_time_ns before kvb_requests_merged() runs.
+ * On 6.1 fifo_time shares storage with the completion IPI's csd, so it is
+ * valid only while the request is queued here.
+ */
 static u64 kvb_head_ns(struct kvp_batch *b)
 {
 	struct request *rq;
 
 	rq = list_first_entry_or_null(&b->rqs, struct request, queuelist);
-	return rq ? rq->start_time_ns : 0;
+	return rq ? rq->fifo_time : 0;
 }
 
 /* The batch key of @rq under the batch_key tunable. */
@@ -403,6 +409,7 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 		if (!q->last_merge)
 			q->last_merge = rq;
 	}
+	rq->fifo_time = rq->start_time_ns;
 	list_add_tail(&rq->queuelist, &b->rqs);
 	kvp_rq_queued(kd->ps, b, kvb_head_ns(b));
 	if (tier == KVB_TIER_WRITE)
@@ -438,6 +445,12 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 		kd->inflight--;
 		kd->nr_queued++;
 		if (b) {
+			/*
+			 * A completion IPI may have overwritten fifo_time
+			 * (6.1); start_time_ns is as old as anything merged
+			 * into the request.
+			 */
+			rq->fifo_time = rq->start_time_ns;
 			list_add(&rq->queuelist, &b->rqs);
 			if (state & KVB_RQ_DEFERRED)
 				elv_rb_add(&kd->dsort, rq);
@@ -655,32 +668,55 @@ static void kvb_request_merged(struct request_queue *q, struct request *req,
 	}
 }
 
+/*
+ * @req, queued in batch @rb, took over data older than its own: move it
+ * back past the requests of @rb that arrived after that data.
+ */
+static void kvb_move_older(struct kvp_batch *rb, struct request *req)
+{
+	struct request *pos = req;
+
+	list_for_each_entry_continue_reverse(pos, &rb->rqs, queuelist)
+		if (pos->fifo_time <= req->fifo_time)
+			break;
+	list_move(&req->queuelist, &pos->queuelist);
+}
+
 /* @next was merged into @req and will be freed. */
 static void kvb_requests_merged(struct request_queue *q, struct request *req,
 				struct request *next)
 {
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct kvp_batch *b = kvb_rq_batch(next);
+	struct kvp_batch *rb = kvb_rq_batch(req);
 	bool queued = kvb_rq_state(next) & KVB_RQ_QUEUED;
+	bool older;
 
 	lockdep_assert_held(&kd->lock);
 
 	kd->stats.merged++;
 
 	/*
-	 * Within one batch the merged request takes the older position, so
+	 * The merged request takes the older arrival and position, so
 	 * merging never makes queued data wait longer than it already has.
+	 * (A request merged at insert was not queued: it is the newer one.)
 	 */
-	if (b && b == kvb_rq_batch(req) && queued &&
-	    (kvb_rq_state(req) & KVB_RQ_QUEUED) &&
-	    next->start_time_ns < req->start_time_ns) {
-		list_move(&req->queuelist, &next->queuelist);
-		req->start_time_ns = next->start_time_ns;
+	older = b && rb && queued && (kvb_rq_state(req) & KVB_RQ_QUEUED) &&
+		next->fifo_time < req->fifo_time;
+	if (older) {
+		req->fifo_time = next->fifo_time;
+		if (b == rb)
+			list_move(&req->queuelist, &next->queuelist);
+		else
+			kvb_move_older(rb, req);
 	}
 
 	kvb_remove_request(kd, next);
 	if (b && queued)
 		kvp_rq_unqueued(kd->ps, b, kvb_head_ns(b), ktime_get_ns());
+	/* Another batch received @next's data: its head may be older now. */
+	if (older && b != rb)
+		kvp_batch_head_changed(kd->ps, rb, kvb_head_ns(rb));
 }
 
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
