@@ -25,6 +25,7 @@
 #include <linux/bio.h>
 #include <linux/cgroup.h>
 #include <linux/ctype.h>
+#include <linux/ioprio.h>
 #include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/sbitmap.h>
@@ -738,15 +739,19 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 }
 
 /*
- * Keep a share of the scheduler tags for synchronous reads: async requests
- * and writes may only take async_depth of them, so a burst of writeback
- * cannot leave a reader waiting for a tag before kvbatch even sees it.
+ * Keep a share of the scheduler tags for demand and other synchronous
+ * reads: async requests, writes, readahead and IDLE-class (prefetch) reads
+ * may only take async_depth of them, so neither a burst of writeback nor a
+ * flood of prefetch can leave a reader waiting for a tag before kvbatch
+ * even sees it. The bio's own ioprio is not known here: the class is the
+ * submitting task's (ionice, ioprio_set()).
  */
 static void kvb_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
 	struct kvb_data *kd = data->q->elevator->elevator_data;
 
-	if (op_is_sync(opf) && !op_is_write(opf))
+	if (op_is_sync(opf) && !op_is_write(opf) && !(opf & REQ_RAHEAD) &&
+	    IOPRIO_PRIO_CLASS(get_current_ioprio()) != IOPRIO_CLASS_IDLE)
 		return;
 
 	data->shallow_depth = kvb_shallow_depth(data->hctx,
