@@ -40,9 +40,10 @@ static inline bool kvb_insert_at_head(bool at_head)
 
 /*
  * True when the core ran our prepare_request() for @rq and will call
- * finish_request() for it. Flush and passthrough requests never are; they
- * can still reach insert_requests() (plugged passthrough on 6.12) and are
- * then only passed through, never accounted.
+ * finish_request() for it. Flush requests never are. Passthrough requests
+ * are on 6.1 (RQF_ELVPRIV), where a plug also hands them to
+ * insert_requests(); since RQF_USE_SCHED they are not, and the plug sends
+ * them past the elevator. kvbatch schedules neither (kvb_rq_bypass()).
  */
 static inline bool kvb_rq_is_sched(const struct request *rq)
 {

@@ -551,6 +551,13 @@ void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
 		kvp_batch_done(ps, b, now);
 }
 
+void kvp_batch_head_changed(struct kvp_sched *ps, struct kvp_batch *b,
+			    u64 head_ns)
+{
+	if (b->queued)
+		kvp_set_head(ps, b, head_ns);
+}
+
 /* ---- the choice ------------------------------------------------------- */
 
 static bool kvp_expired(const struct kvp_sched *ps, enum kvb_tier t,

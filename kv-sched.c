@@ -25,6 +25,7 @@
 #include <linux/bio.h>
 #include <linux/cgroup.h>
 #include <linux/ctype.h>
+#include <linux/ioprio.h>
 #include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/sbitmap.h>
@@ -149,13 +150,29 @@ static inline struct rb_root *kvb_sort_root(struct kvb_data *kd,
 	return &kd->sort[rq_data_dir(rq)];
 }
 
-/* Arrival time of a batch's oldest queued request (0 if none). */
+/*
+ * Flushes and passthrough commands are never scheduled: they go to the
+ * dispatch list and are never accounted. On 6.1 a passthrough request
+ * was prepared (state 0) and its finish_request() finds it not in flight.
+ */
+static inline bool kvb_rq_bypass(struct request *rq)
+{
+	return !kvb_rq_is_sched(rq) || blk_rq_is_passthrough(rq);
+}
+
+/*
+ * A queued request's arrival time is kvbatch's own stamp in rq->fifo_time,
+ * taken from start_time_ns when it is queued: attempt_merge() lowers the
+ * receiving request's start_time_ns before kvb_requests_merged() runs.
+ * On 6.1 fifo_time shares storage with the completion IPI's csd, so it is
+ * valid only while the request is queued here.
+ */
 static u64 kvb_head_ns(struct kvp_batch *b)
 {
 	struct request *rq;
 
 	rq = list_first_entry_or_null(&b->rqs, struct request, queuelist);
-	return rq ? rq->start_time_ns : 0;
+	return rq ? rq->fifo_time : 0;
 }
 
 /* The batch key of @rq under the batch_key tunable. */
@@ -233,10 +250,11 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 
 	/*
 	 * A request we do not schedule was only put on the dispatch list. Its
-	 * hash and rb nodes were never initialised and, for a flush, elv.priv
-	 * shares storage with the flush machinery: touch nothing but the list.
+	 * hash and rb nodes may never have been initialised and, for a flush,
+	 * elv.priv shares storage with the flush machinery: touch nothing but
+	 * the list.
 	 */
-	if (!kvb_rq_is_sched(rq)) {
+	if (kvb_rq_bypass(rq)) {
 		list_del_init(&rq->queuelist);
 		return;
 	}
@@ -413,6 +431,7 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 		if (!q->last_merge)
 			q->last_merge = rq;
 	}
+	rq->fifo_time = rq->start_time_ns;
 	list_add_tail(&rq->queuelist, &b->rqs);
 	kvp_rq_queued(kd->ps, b, kvb_head_ns(b));
 	if (tier == KVB_TIER_WRITE)
@@ -429,7 +448,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 
 	lockdep_assert_held(&kd->lock);
 
-	if (!kvb_rq_is_sched(rq)) {
+	if (kvb_rq_bypass(rq)) {
 		/* Flush or passthrough: never held back, never accounted. */
 		kd->stats.bypassed++;
 		if (at_head)
@@ -457,6 +476,12 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 		kd->nr_queued++;
 		RB_CLEAR_NODE(&rq->rb_node);
 		if (b) {
+			/*
+			 * A completion IPI may have overwritten fifo_time
+			 * (6.1); start_time_ns is as old as anything merged
+			 * into the request.
+			 */
+			rq->fifo_time = rq->start_time_ns;
 			list_add(&rq->queuelist, &b->rqs);
 			if (state & KVB_RQ_DEFERRED)
 				elv_rb_add(&kd->dsort, rq);
@@ -661,32 +686,55 @@ static void kvb_request_merged(struct request_queue *q, struct request *req,
 	}
 }
 
+/*
+ * @req, queued in batch @rb, took over data older than its own: move it
+ * back past the requests of @rb that arrived after that data.
+ */
+static void kvb_move_older(struct kvp_batch *rb, struct request *req)
+{
+	struct request *pos = req;
+
+	list_for_each_entry_continue_reverse(pos, &rb->rqs, queuelist)
+		if (pos->fifo_time <= req->fifo_time)
+			break;
+	list_move(&req->queuelist, &pos->queuelist);
+}
+
 /* @next was merged into @req and will be freed. */
 static void kvb_requests_merged(struct request_queue *q, struct request *req,
 				struct request *next)
 {
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct kvp_batch *b = kvb_rq_batch(next);
+	struct kvp_batch *rb = kvb_rq_batch(req);
 	bool queued = kvb_rq_state(next) & KVB_RQ_QUEUED;
+	bool older;
 
 	lockdep_assert_held(&kd->lock);
 
 	kd->stats.merged++;
 
 	/*
-	 * Within one batch the merged request takes the older position, so
+	 * The merged request takes the older arrival and position, so
 	 * merging never makes queued data wait longer than it already has.
+	 * (A request merged at insert was not queued: it is the newer one.)
 	 */
-	if (b && b == kvb_rq_batch(req) && queued &&
-	    (kvb_rq_state(req) & KVB_RQ_QUEUED) &&
-	    next->start_time_ns < req->start_time_ns) {
-		list_move(&req->queuelist, &next->queuelist);
-		req->start_time_ns = next->start_time_ns;
+	older = b && rb && queued && (kvb_rq_state(req) & KVB_RQ_QUEUED) &&
+		next->fifo_time < req->fifo_time;
+	if (older) {
+		req->fifo_time = next->fifo_time;
+		if (b == rb)
+			list_move(&req->queuelist, &next->queuelist);
+		else
+			kvb_move_older(rb, req);
 	}
 
 	kvb_remove_request(kd, next);
 	if (b && queued)
 		kvp_rq_unqueued(kd->ps, b, kvb_head_ns(b), ktime_get_ns());
+	/* Another batch received @next's data: its head may be older now. */
+	if (older && b != rb)
+		kvp_batch_head_changed(kd->ps, rb, kvb_head_ns(rb));
 }
 
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
@@ -708,15 +756,19 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 }
 
 /*
- * Keep a share of the scheduler tags for synchronous reads: async requests
- * and writes may only take async_depth of them, so a burst of writeback
- * cannot leave a reader waiting for a tag before kvbatch even sees it.
+ * Keep a share of the scheduler tags for demand and other synchronous
+ * reads: async requests, writes, readahead and IDLE-class (prefetch) reads
+ * may only take async_depth of them, so neither a burst of writeback nor a
+ * flood of prefetch can leave a reader waiting for a tag before kvbatch
+ * even sees it. The bio's own ioprio is not known here: the class is the
+ * submitting task's (ionice, ioprio_set()).
  */
 static void kvb_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
 	struct kvb_data *kd = data->q->elevator->elevator_data;
 
-	if (op_is_sync(opf) && !op_is_write(opf))
+	if (op_is_sync(opf) && !op_is_write(opf) && !(opf & REQ_RAHEAD) &&
+	    IOPRIO_PRIO_CLASS(get_current_ioprio()) != IOPRIO_CLASS_IDLE)
 		return;
 
 	data->shallow_depth = kvb_shallow_depth(data->hctx,

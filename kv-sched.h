@@ -314,6 +314,12 @@ void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
 		       u64 head_ns, u32 bytes);
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
 void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now);
+/*
+ * The arrival time of @b's oldest queued request changed without a request
+ * entering or leaving it: a request of @b received an older one by a merge.
+ */
+void kvp_batch_head_changed(struct kvp_sched *ps, struct kvp_batch *b,
+			    u64 head_ns);
 
 /*
  * The policy's parameters from the tunables (values within the ranges of

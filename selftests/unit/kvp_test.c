@@ -1363,6 +1363,60 @@ static bool test_merge_burst(void)
 }
 
 /*
+ * A queued request of batch Y receives the oldest request of batch X by a
+ * merge (the host moves it to Y's head with X's arrival time). Y's age
+ * must follow: it expires, and goes first, when X's request would have.
+ */
+static bool test_merge_head(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq x[2] = { { .arrival = 10 * US }, { .arrival = 30 * US } };
+	struct mini_rq y = { .arrival = 20 * US };
+	struct kvp_batch *xb, *yb, *idle;
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	u64 now = 10 * US + p.expire_ns[KVB_TIER_NORMAL];
+	void *mem;
+
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	ps->p = p;
+
+	xb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, 10 * US);
+	mini_queue(ps, xb, &x[0]);
+	yb = kvp_get_batch(ps, 2, KVB_TIER_NORMAL, 20 * US);
+	mini_queue(ps, yb, &y);
+	mini_queue(ps, xb, &x[1]);
+
+	/* x[0] merges into y: X loses its head, y takes x[0]'s arrival. */
+	list_del_init(&x[0].node);
+	kvp_rq_unqueued(ps, xb, mini_head(xb), 40 * US);
+	y.arrival = x[0].arrival;
+	kvp_batch_head_changed(ps, yb, mini_head(yb));
+
+	EXPECT(yb->head_ns == 10 * US && xb->head_ns == 30 * US,
+	       "heads X %llu Y %llu ns", (unsigned long long)xb->head_ns,
+	       (unsigned long long)yb->head_ns);
+	EXPECT(ps->tier[KVB_TIER_NORMAL].age.n == 2 &&
+	       ps->tier[KVB_TIER_NORMAL].age.a[0] == yb,
+	       "Y is not the oldest batch of its tier");
+	pick = kvp_choose(ps, now);
+	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == yb &&
+	       pick.why == KVB_WHY_EXPIRED,
+	       "at Y's expiry: picked %s batch, why %s",
+	       pick.batch == yb ? "Y" : pick.batch == xb ? "X" : "no",
+	       pick.kind ? kvb_reason_names[pick.why] : "-");
+
+	/* A batch with nothing queued is left alone. */
+	idle = kvp_get_batch(ps, 3, KVB_TIER_NORMAL, now);
+	kvp_batch_head_changed(ps, idle, 1);
+	EXPECT(idle->heap_pos[0] < 0 && idle->heap_pos[1] < 0,
+	       "an empty batch entered the heaps");
+	free(mem);
+	return true;
+}
+
+/*
  * Shares: with demand, normal and prefetch all backlogged, the normal and
  * prefetch tiers get their share_pct of the dispatches (and nothing with
  * a share of 0); a tier that stopped waiting does not bank credit.
@@ -1579,6 +1633,8 @@ int main(void)
 		{ test_requeue_merge, "requeue and merged-away requests" },
 		{ test_merge_burst,
 		  "write merged away mid-burst keeps later writes deferred" },
+		{ test_merge_head,
+		  "a batch receiving older data by a merge ages from it" },
 		{ test_tiers, "tier of each ioprio class and direction" },
 		{ test_share, "normal and prefetch shares under a demand backlog" },
 		{ test_defer_max_and_hold,

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A request merged with an older one keeps the older place. On a device
+# with one tag and a 4 s service time, while a first read holds the
+# device, four one-block direct reads of one batch arrive in this order:
+# A (block 2), D (block 500), B (block 0), C (block 1). C joins A and B
+# (a bio merge, then the two queued requests merge, B receiving A). The
+# merged request holds A's data, the oldest in the batch, so it must be
+# dispatched before D: D completes last. attempt_merge() gives the
+# receiving request the older start_time_ns before the elevator hears of
+# the merge, so an elevator that compares those stamps leaves B behind D.
+source "$(dirname "$0")/lib.sh"
+
+kvb_require_root
+kvb_require_cmd dd
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=1 irqmode=2 \
+	completion_nsec=4000000000
+
+ktap_print_header
+ktap_set_plan 3
+
+d=nullb0
+order=$KVB_SCRATCH/order
+
+kvb_set_sched "$d" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+echo 64 > "/sys/block/$d/queue/nr_requests"
+# One request in the device at a time: the rest wait in kvbatch's order.
+echo 1 > "/sys/block/$d/queue/iosched/max_inflight"
+echo 1 > "/sys/kernel/debug/block/$d/sched/reset_stats"
+
+# rd NAME BLOCK: one 4 KiB direct read; NAME is logged when it completes.
+rd() {
+	dd if=/dev/$d of=/dev/null bs=4k count=1 skip="$2" iflag=direct \
+		status=none && echo "$1" >> "$order"
+}
+
+# wait_stat NAME VALUE: until kvbatch's counter NAME reaches VALUE (10 s).
+wait_stat() {
+	local i
+
+	for i in $(seq 100); do
+		[ "$(kvb_stat $d "$1")" = "$2" ] && return 0
+		sleep 0.1
+	done
+	log "$1 is $(kvb_stat $d "$1"), not $2"
+	return 1
+}
+
+queue_all() {
+	rd blocker 1000 &
+	wait_stat inflight 1 || return 1
+	rd A 2 &
+	wait_stat queued 1 || return 1
+	rd D 500 &
+	wait_stat queued 2 || return 1
+	rd B 0 &
+	wait_stat queued 3 || return 1
+	rd C 1 &
+	wait_stat merged 1 || return 1
+	[ "$(kvb_stat $d inflight)" = 1 ] && [ "$(kvb_stat $d queued)" = 2 ]
+}
+ktap_check "A, D, B queued behind the first read; C merged A and B" queue_all
+wait
+log "completion order: $(tr '\n' ' ' < "$order")"
+log "$(tr '\n' ' ' < /sys/kernel/debug/block/$d/sched/stats)"
+
+ktap_check "the merged request (oldest data) completed before D" \
+	test "$(tail -n 1 "$order")" = D -a "$(wc -l < "$order")" -eq 5
+ktap_check "accounting balances (inserted = completed + merged)" \
+	kvb_balanced "$d"
+
+kvb_set_sched "$d" none
+kvb_nullb_teardown
+ktap_finished

@@ -1,0 +1,78 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Prefetch cannot take the whole scheduler tag pool. IDLE-class readers
+# (ionice -c 3) with far more requests outstanding than nr_requests (64)
+# saturate a 4-tag, 1 ms null_blk while an RT reader (demand) runs. A
+# request waiting for a tag is invisible to kvbatch, so IDLE reads must be
+# limited to async_depth tags like async requests: the prefetch requests
+# kvbatch holds (queued and in flight, debugfs tiers) never exceed it, and
+# demand reads find a free tag.
+source "$(dirname "$0")/lib.sh"
+
+kvb_require_root
+kvb_require_cmd fio ionice python3
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
+	completion_nsec=1000000
+
+ktap_print_header
+ktap_set_plan 4
+
+d=nullb0
+dbg=/sys/kernel/debug/block/$d/sched
+
+kvb_set_sched "$d" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+echo 64 > "/sys/block/$d/queue/nr_requests"
+async=$(awk '$1 == "async_depth" { print $2 }' "$dbg/depth")
+log "nr_requests 64, async_depth $async"
+
+n0=$(kvb_io_count "$d")
+(cd "$KVB_SCRATCH" && ionice -c 3 fio --name=prefetch --filename=/dev/$d \
+	--direct=1 --ioengine=libaio --rw=randread --bs=4k --iodepth=64 \
+	--numjobs=2 --time_based --runtime=14 >/dev/null 2>&1) &
+prefetch=$!
+kvb_wait_io "$d" "$n0" || log "prefetch readers did no I/O"
+sleep 2
+
+(cd "$KVB_SCRATCH" && ionice -c 1 -n 0 fio --name=demand --filename=/dev/$d \
+	--direct=1 --ioengine=psync --rw=randread --bs=4k --time_based \
+	--runtime=8 --output-format=json --output="$KVB_SCRATCH/demand.json" \
+	>/dev/null 2>&1) &
+demand=$!
+
+# The prefetch tier's requests in kvbatch, sampled while both run.
+max=0
+samples=0
+while kill -0 $demand 2>/dev/null; do
+	n=$(awk '$1 == "prefetch" { print $3 + $5 }' "$dbg/tiers")
+	[ -n "$n" ] && [ "$n" -gt "$max" ] && max=$n
+	samples=$((samples + 1))
+	sleep 0.1
+done
+wait $demand
+ok=$?
+wait $prefetch
+
+read -r ios p99 < <(python3 - "$KVB_SCRATCH/demand.json" <<'EOF' 2>/dev/null
+import json, sys
+r = json.load(open(sys.argv[1]))["jobs"][0]["read"]
+print(r["total_ios"], r["clat_ns"].get("percentile", {}).get("99.000000", 0) // 1000)
+EOF
+)
+log "prefetch requests in kvbatch: max $max in $samples samples (async_depth $async)"
+log "demand reads: ${ios:-?} done, clat p99 ${p99:-?} us"
+log "$(tr '\n' ' ' < "$dbg/stats")"
+
+ktap_check "demand reader ran beside the prefetch readers" \
+	test "$ok" -eq 0 -a "${ios:-0}" -gt 0
+ktap_check "prefetch readers filled their share of the pool" \
+	test "$max" -ge $((async * 3 / 4))
+ktap_check "prefetch requests never exceeded async_depth ($async)" \
+	test "$max" -le "$async"
+ktap_check "accounting balances (inserted = completed + merged)" \
+	kvb_balanced "$d"
+
+kvb_set_sched "$d" none
+kvb_nullb_teardown
+ktap_finished
