@@ -769,8 +769,12 @@ bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until)
 void kvp_depth_init(struct kvp_depth *d, u32 max)
 {
 	memset(d, 0, sizeof(*d));
+	/*
+	 * Start at the ceiling: a limit too low costs throughput at once,
+	 * one too high costs only order until the first trials lower it.
+	 */
 	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
-	d->limit = d->max > KVP_DEPTH_START ? KVP_DEPTH_START : d->max;
+	d->limit = d->max;
 }
 
 void kvp_depth_set_max(struct kvp_depth *d, u32 max)

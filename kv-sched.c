@@ -105,6 +105,8 @@ struct kvb_data {
 
 	unsigned int		nr_queued;	/* KVB_RQ_QUEUED requests */
 	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */
+	/* max_inflight held work back; a completion will run the queue. */
+	bool			held;
 
 	unsigned int		async_depth;	/* async tag budget */
 	unsigned int		sched_depth;	/* nr_requests */
@@ -605,19 +607,32 @@ static void kvb_finish_request(struct request *rq)
 	kd->inflight--;
 	kd->stats.completed++;
 	if (b) {
-		bool held = kvp_throttled(ps);
 		bool demand = ps->tier[KVB_TIER_DEMAND].inflight;
+		u32 limit;
 
+		/* Work waits for max_inflight: a hold, until the kick. */
+		if (ps->queued && kvp_throttled(ps))
+			kd->held = true;
 		kvp_rq_completed(ps, b, now);
-		kvb_depth_sample(kd, rq, now, held && ps->queued);
+		kvb_depth_sample(kd, rq, now, kd->held && ps->queued);
 		/*
-		 * Run the queue if this completion ends a hold: room under
-		 * max_inflight, or the last demand request done while
-		 * writes wait.
+		 * Run the queue when a hold has made room for a batch of
+		 * requests (an eighth of max_inflight, at most 16): a queue
+		 * run per completion would cost a kblockd work item per
+		 * request, more than the device time on a fast device. The
+		 * requests still in flight complete and make the room, so a
+		 * hold always ends. Also run it when the last demand request
+		 * is done while writes wait.
 		 */
-		run = ps->queued &&
-		      ((held && !kvp_throttled(ps)) ||
-		       (demand && !ps->tier[KVB_TIER_DEMAND].inflight));
+		limit = ps->p.max_inflight;
+		if (kd->held && (!ps->queued || !limit ||
+				 ps->inflight + clamp(limit / 8, 1U, 16U) <=
+				 limit)) {
+			kd->held = false;
+			run = ps->queued;
+		}
+		if (ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight)
+			run = true;
 	}
 	spin_unlock_irqrestore(&kd->lock, flags);
 	kvb_rq_set_state(rq, 0);

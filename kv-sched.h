@@ -269,7 +269,6 @@ struct kvp_depth {
 #define KVP_DEPTH_WINDOW_MIN	32U
 #define KVP_DEPTH_WINDOW_MAX_NS	(500ULL * 1000 * 1000)
 #define KVP_DEPTH_MIN		4U
-#define KVP_DEPTH_START		32U
 /* A window idle this long is discarded; trials back off up to 4 x this. */
 #define KVP_DEPTH_STALE_NS	(1000ULL * 1000 * 1000)
 #define KVP_DEPTH_BACKOFF_MAX	64U
