@@ -12,7 +12,10 @@
  * Locking: one spinlock per device (kvb_data.lock) protects everything,
  * including the core. It is taken with interrupts disabled because
  * finish_request() runs from the driver's completion context, which may be
- * a hard interrupt (null_blk's timer mode, many NVMe drivers).
+ * a hard interrupt (null_blk's timer mode, many NVMe drivers). A completion
+ * while nothing waits in kvbatch does not take it: it is recorded in a
+ * per-CPU buffer (kvb_pcpu, with its own lock, taken inside the device
+ * lock by the drain) and applied by the next holder of the device lock.
  *
  * See Documentation/kvbatch.rst.
  */
@@ -24,6 +27,7 @@
 #include <linux/blk-cgroup.h>
 #include <linux/bio.h>
 #include <linux/cgroup.h>
+#include <linux/cpumask.h>
 #include <linux/ctype.h>
 #include <linux/ioprio.h>
 #include <linux/ktime.h>
@@ -33,6 +37,7 @@
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/mm.h>
+#include <linux/percpu.h>
 #include <linux/uaccess.h>
 
 #include <trace/events/block.h>
@@ -89,6 +94,25 @@ struct kvb_stats {
 	u64		completed;
 };
 
+/*
+ * Completions recorded without the device lock (kvb_finish_request()),
+ * applied to the core under it by kvb_drain(): the time and service time
+ * of each, and the batch it belongs to, which stays open until then.
+ */
+#define KVB_DONE_RECS	32
+
+struct kvb_done {
+	struct kvp_batch	*b;
+	u64			now;
+	u64			lat;
+};
+
+struct kvb_pcpu {
+	spinlock_t		lock;	/* this CPU's completions vs the drain */
+	unsigned int		n;
+	struct kvb_done		rec[KVB_DONE_RECS];
+};
+
 struct kvb_data {
 	/* Protects all of kvb_data and the core; irq-safe (see top). */
 	spinlock_t		lock;
@@ -107,6 +131,11 @@ struct kvb_data {
 	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */
 	/* max_inflight held work back; a completion will run the queue. */
 	bool			held;
+
+	/* Completions not yet applied to the core, and where they wait. */
+	struct kvb_pcpu __percpu *pcpu;
+	struct cpumask		pcpu_mask;
+	atomic_t		undrained;
 
 	unsigned int		async_depth;	/* async tag budget */
 	unsigned int		sched_depth;	/* nr_requests */
@@ -213,6 +242,100 @@ static void kvb_apply_params(struct kvb_data *kd)
 		p->max_inflight = kd->depth.limit;
 	if (!p->window_ns)
 		kvp_flush_draining(kd->ps);
+}
+
+/*
+ * Apply one completion to the core: the batch's accounting (which may close
+ * it) and the depth controller's sample.
+ */
+static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
+			     u64 now, u64 lat)
+{
+	struct kvp_sched *ps = kd->ps;
+	u32 old = kd->depth.limit;
+
+	lockdep_assert_held(&kd->lock);
+
+	kd->inflight--;
+	kd->stats.completed++;
+	/* Work waits for max_inflight: a hold, until the kick. */
+	if (ps->queued && kvp_throttled(ps))
+		kd->held = true;
+	kvp_rq_completed(ps, b, now);
+	if (!kvp_depth_completed(&kd->depth, now, lat, ps->inflight,
+				 kd->held && ps->queued))
+		return;
+	trace_kvbatch_depth(ps->dev, old, kd->depth.limit, kd->depth.base_ns);
+	if (!kvb_tun(kd, KVB_MAX_INFLIGHT))
+		ps->p.max_inflight = kd->depth.limit;
+}
+
+/*
+ * Apply the completions recorded without the lock. Each leaves the
+ * undrained count before the core's in-flight count, so that a lockless
+ * reader (kvb_inflight()) errs towards "busy" in between.
+ */
+static void kvb_drain(struct kvb_data *kd)
+{
+	unsigned int cpu, i;
+
+	lockdep_assert_held(&kd->lock);
+
+	if (!atomic_read(&kd->undrained))
+		return;
+	for_each_cpu(cpu, &kd->pcpu_mask) {
+		struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
+
+		cpumask_clear_cpu(cpu, &kd->pcpu_mask);
+		spin_lock(&pc->lock);
+		for (i = 0; i < pc->n; i++) {
+			atomic_dec(&kd->undrained);
+			kvb_complete_one(kd, pc->rec[i].b, pc->rec[i].now,
+					 pc->rec[i].lat);
+		}
+		pc->n = 0;
+		spin_unlock(&pc->lock);
+	}
+}
+
+/*
+ * Record a completion on this CPU for kvb_drain(); false if the CPU's
+ * buffer is full.
+ */
+static bool kvb_record(struct kvb_data *kd, struct kvp_batch *b, u64 now,
+		       u64 lat)
+{
+	struct kvb_pcpu *pc;
+	unsigned long flags;
+	bool done = false;
+
+	local_irq_save(flags);
+	pc = this_cpu_ptr(kd->pcpu);
+	spin_lock(&pc->lock);
+	if (pc->n < KVB_DONE_RECS) {
+		pc->rec[pc->n++] = (struct kvb_done){ b, now, lat };
+		atomic_inc(&kd->undrained);
+		cpumask_set_cpu(smp_processor_id(), &kd->pcpu_mask);
+		done = true;
+	}
+	spin_unlock(&pc->lock);
+	local_irq_restore(flags);
+	return done;
+}
+
+/*
+ * In-flight requests as the core will count them after kvb_drain(), read
+ * without the lock: momentarily off by the records a drain is applying.
+ */
+static u32 kvb_inflight(struct kvb_data *kd)
+{
+	int undrained, inflight;
+
+	/* Pairs with the barrier after the record in kvb_finish_request(). */
+	smp_mb();
+	undrained = atomic_read(&kd->undrained);
+	inflight = READ_ONCE(kd->ps->inflight);
+	return inflight > undrained ? inflight - undrained : 0;
 }
 
 /*
@@ -341,6 +464,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	u64 now;
 
 	spin_lock_irqsave(&kd->lock, flags);
+	kvb_drain(kd);
 	now = ktime_get_ns();
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
 	if (!rq)
@@ -379,7 +503,7 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 		return true;
 	if (!READ_ONCE(ps->queued))
 		return false;
-	if (limit && READ_ONCE(ps->inflight) >= limit)
+	if (limit && kvb_inflight(kd) >= limit)
 		return false;
 	/* Only writes queued while demand is in flight: the rare case. */
 	if (READ_ONCE(ps->wq->queued) == READ_ONCE(ps->queued) &&
@@ -540,6 +664,8 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	bool held;
 
 	spin_lock_irqsave(&kd->lock, irqflags);
+	/* A batch whose last request completed is closed before it is joined. */
+	kvb_drain(kd);
 	while (!list_empty(list)) {
 		struct request *rq;
 
@@ -563,28 +689,15 @@ static void kvb_prepare_request(struct request *rq)
 	rq->elv.priv[1] = NULL;
 }
 
-/* Feed the depth controller with a completed request's service time. */
-static void kvb_depth_sample(struct kvb_data *kd, struct request *rq, u64 now,
-			     bool bound)
-{
-	struct kvp_depth *d = &kd->depth;
-	u32 old = d->limit;
-	u64 lat = 0;
-
-	lockdep_assert_held(&kd->lock);
-
-	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
-		lat = now - rq->io_start_time_ns;
-	if (!kvp_depth_completed(d, now, lat, kd->ps->inflight, bound))
-		return;
-	trace_kvbatch_depth(kd->ps->dev, old, d->limit, d->base_ns);
-	if (!kvb_tun(kd, KVB_MAX_INFLIGHT))
-		kd->ps->p.max_inflight = d->limit;
-}
-
 /*
  * Called when a request is freed: after completion, or after it was merged
  * into another request. Only requests handed to the driver count.
+ *
+ * When nothing waits in kvbatch, a completion can release nothing: it is
+ * only recorded, on this CPU, and applied by the next holder of the lock
+ * (kvb_drain(), at dispatch, insert or a statistics read). Otherwise it
+ * takes the lock, since it may end a hold (room under max_inflight, or the
+ * last demand request done while writes wait) and must run the queue.
  */
 static void kvb_finish_request(struct request *rq)
 {
@@ -593,9 +706,9 @@ static void kvb_finish_request(struct request *rq)
 	unsigned long state = kvb_rq_state(rq);
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
+	bool recorded = false, run = false;
 	unsigned long flags;
-	bool run = false;
-	u64 now;
+	u64 now, lat = 0;
 
 	/* Freed while still on our lists would leave a dangling entry. */
 	WARN_ON_ONCE(state & KVB_RQ_QUEUED);
@@ -603,18 +716,33 @@ static void kvb_finish_request(struct request *rq)
 		return;
 
 	now = ktime_get_ns();
+	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
+		lat = now - rq->io_start_time_ns;
+	kvb_rq_set_state(rq, 0);
+
+	if (b && !READ_ONCE(ps->queued) && kvb_record(kd, b, now, lat)) {
+		recorded = true;
+		/*
+		 * Work queued since the check above may be waiting for this
+		 * very room: has_work() counts the record (kvb_inflight()),
+		 * and if it ran first we see its work here and run the queue.
+		 */
+		smp_mb__after_atomic();
+		if (!READ_ONCE(ps->queued))
+			return;
+	}
+
 	spin_lock_irqsave(&kd->lock, flags);
-	kd->inflight--;
-	kd->stats.completed++;
-	if (b) {
+	kvb_drain(kd);
+	if (!b) {
+		kd->inflight--;
+		kd->stats.completed++;
+	} else {
 		bool demand = ps->tier[KVB_TIER_DEMAND].inflight;
 		u32 limit;
 
-		/* Work waits for max_inflight: a hold, until the kick. */
-		if (ps->queued && kvp_throttled(ps))
-			kd->held = true;
-		kvp_rq_completed(ps, b, now);
-		kvb_depth_sample(kd, rq, now, kd->held && ps->queued);
+		if (!recorded)
+			kvb_complete_one(kd, b, now, lat);
 		/*
 		 * Run the queue when a hold has made room for a batch of
 		 * requests (an eighth of max_inflight, at most 16): a queue
@@ -633,9 +761,10 @@ static void kvb_finish_request(struct request *rq)
 		}
 		if (ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight)
 			run = true;
+		if (recorded && ps->queued && !kvp_throttled(ps))
+			run = true;
 	}
 	spin_unlock_irqrestore(&kd->lock, flags);
-	kvb_rq_set_state(rq, 0);
 
 	if (run)
 		blk_mq_run_hw_queues(q, true);
@@ -850,8 +979,10 @@ static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 {
 	unsigned int nr = clamp(max_batches, 16U, 65536U);
+	struct kvb_pcpu __percpu *pcpu;
 	struct elevator_queue *eq;
 	struct kvb_data *kd;
+	unsigned int cpu;
 	void *mem;
 	int i;
 
@@ -861,12 +992,17 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 
 	kd = kzalloc_node(sizeof(*kd), GFP_KERNEL, q->node);
 	mem = kvzalloc_node(kvp_size(nr), GFP_KERNEL, q->node);
-	if (!kd || !mem) {
+	pcpu = alloc_percpu(struct kvb_pcpu);
+	if (!kd || !mem || !pcpu) {
+		free_percpu(pcpu);
 		kvfree(mem);
 		kfree(kd);
 		kvb_elevator_free(eq);
 		return -ENOMEM;
 	}
+	for_each_possible_cpu(cpu)
+		spin_lock_init(&per_cpu_ptr(pcpu, cpu)->lock);
+	kd->pcpu = pcpu;
 
 	spin_lock_init(&kd->lock);
 	kd->q = q;
@@ -904,8 +1040,12 @@ static void kvb_exit_sched(struct elevator_queue *e)
 
 	/*
 	 * The core froze the queue: every request has completed, so anything
-	 * still accounted here is a bookkeeping bug worth a splat.
+	 * still accounted here, once the recorded completions are applied,
+	 * is a bookkeeping bug worth a splat.
 	 */
+	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
+	spin_unlock_irq(&kd->lock);
 	WARN_ON_ONCE(!list_empty(&kd->dispatch));
 	WARN_ON_ONCE(!RB_EMPTY_ROOT(&kd->sort[READ]) ||
 		     !RB_EMPTY_ROOT(&kd->sort[WRITE]) ||
@@ -917,6 +1057,7 @@ static void kvb_exit_sched(struct elevator_queue *e)
 		WARN_ON_ONCE(!list_empty(&ps->fixed[t].rqs));
 
 	blk_stat_disable_accounting(kd->q);
+	free_percpu(kd->pcpu);
 	kvfree(ps);
 	kfree(kd);
 }
@@ -1103,6 +1244,7 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 	u32 i, t;
 
 	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
 		for (i = 0; i < ps->nr_batches; i++)
 			if (ps->pool[i].state == KVP_BATCH_OPEN &&
@@ -1127,6 +1269,7 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	int i;
 
 	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
 	/*
 	 * Batches past their batch_window_us are closed lazily, at the next
 	 * insert; on a queue that went idle that may be never, so close them
@@ -1196,6 +1339,7 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	struct kvb_data *kd = q->elevator->elevator_data;
 
 	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
 	seq_printf(m, "nr_requests %u\n", kd->sched_depth);
 	seq_printf(m, "nr_requests_too_small %d\n", kd->small_pool);
 	seq_printf(m, "async_depth %u\n", kd->async_depth);
@@ -1231,6 +1375,7 @@ static int kvb_histogram_show(void *data, struct seq_file *m)
 	int t, i;
 
 	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
 	memcpy(hist, kd->ps->stats.hist, sizeof(hist));
 	spin_unlock_irq(&kd->lock);
 
@@ -1252,6 +1397,7 @@ static int kvb_tiers_show(void *data, struct seq_file *m)
 	int t;
 
 	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
 	memcpy(tiers, kd->ps->tier, sizeof(tiers));
 	spin_unlock_irq(&kd->lock);
 
@@ -1296,6 +1442,7 @@ static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
 		return -EINVAL;
 
 	spin_lock_irq(&kd->lock);
+	kvb_drain(kd);
 	memset(&kd->stats, 0, sizeof(kd->stats));
 	kvp_stats_reset(kd->ps);
 	spin_unlock_irq(&kd->lock);
