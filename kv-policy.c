@@ -309,6 +309,14 @@ static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
 	if (b->state == KVP_BATCH_DRAINING)
 		kvp_drain_del(ps, b);
 	kvp_hash_del(ps, b);
+	if (b->lprev)
+		b->lprev->lnext = b->lnext;
+	else
+		ps->live = b->lnext;
+	if (b->lnext)
+		b->lnext->lprev = b->lprev;
+	b->lprev = NULL;
+	b->lnext = NULL;
 
 	ps->stats.closed[t]++;
 	ps->stats.batch_ns_sum[t] += dur;
@@ -460,6 +468,11 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 	b->seq = ps->seq++;
 	b->hnext = ps->hash[kvp_hash(ps, key, tier)];
 	ps->hash[kvp_hash(ps, key, tier)] = b;
+	b->lprev = NULL;
+	b->lnext = ps->live;
+	if (ps->live)
+		ps->live->lprev = b;
+	ps->live = b;
 
 	ps->stats.opened[tier]++;
 	trace_kvbatch_batch_open(ps->dev, key, tier, b->seq);

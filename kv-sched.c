@@ -1241,15 +1241,20 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct kvp_sched *ps = kd->ps;
 	u64 now = ktime_get_ns();
-	u32 i, t;
+	struct kvp_batch *b;
+	u32 t;
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
+	/*
+	 * The live list, not the pool: seq_file calls this again with a
+	 * larger buffer when the output does not fit, each time with
+	 * interrupts off, so the walk costs what is printed.
+	 */
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
-		for (i = 0; i < ps->nr_batches; i++)
-			if (ps->pool[i].state == KVP_BATCH_OPEN &&
-			    ps->pool[i].tier == t)
-				kvb_show_batch(m, &ps->pool[i], now);
+		for (b = ps->live; b; b = b->lnext)
+			if (b->state == KVP_BATCH_OPEN && b->tier == t)
+				kvb_show_batch(m, b, now);
 		if (kvp_pending(&ps->fixed[t]))
 			kvb_show_batch(m, &ps->fixed[t], now);
 	}

@@ -124,6 +124,7 @@ struct kvp_batch {
 
 	struct kvp_batch	*hnext;		/* hash chain, or free list */
 	struct kvp_batch	*dprev, *dnext;	/* draining list */
+	struct kvp_batch	*lprev, *lnext;	/* live list (open, draining) */
 };
 
 /* Policy parameters, derived by the host from the tunables. */
@@ -183,6 +184,12 @@ struct kvp_sched {
 	struct kvp_batch	**hash;
 	u32			hash_bits;
 	struct kvp_batch	*drain_head, *drain_tail;
+	/*
+	 * The pool's batches that are open or draining, newest first, linked
+	 * by lnext: walking them costs the live batches, not the pool. The
+	 * tiers' overflow batches and the write queue are not among them.
+	 */
+	struct kvp_batch	*live;
 
 	u32			seq;
 	u32			queued;		/* all tiers */

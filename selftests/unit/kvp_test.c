@@ -289,6 +289,22 @@ static bool inv_check(const struct kvs_sim *s, char *msg, size_t len)
 	/* Live batches, free list, draining list, hash. */
 	INV(ps->stats.live == live, "stats.live %u, %u open or draining",
 	    ps->stats.live, live);
+	{
+		struct kvp_batch *l, *prev = NULL;
+		u32 nlive = 0;
+
+		for (l = ps->live; l; l = l->lnext) {
+			INV(l->state != KVP_BATCH_FREE && !l->overflow,
+			    "free or overflow batch on the live list");
+			INV(l->lprev == prev, "live list back link broken");
+			INV(++nlive <= ps->nr_batches, "live list loops");
+			if (nlive > ps->nr_batches)
+				break;
+			prev = l;
+		}
+		INV(nlive == live, "live list holds %u, %u open or draining",
+		    nlive, live);
+	}
 	for (b = ps->free; b; b = b->hnext) {
 		INV(b->state == KVP_BATCH_FREE, "non-free batch on free list");
 		INV(++nfree <= ps->nr_batches, "free list loops");
