@@ -132,6 +132,9 @@ struct kvb_data {
 	/* max_inflight held work back; a completion will run the queue. */
 	bool			held;
 
+	/* Closes batches past their batch_window_us on an idle queue. */
+	struct timer_list	reap_timer;
+
 	/* Completions not yet applied to the core, and where they wait. */
 	struct kvb_pcpu __percpu *pcpu;
 	struct cpumask		pcpu_mask;
@@ -271,6 +274,28 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
 }
 
 /*
+ * A batch that finished inside batch_window_us drains until the window
+ * passes or its key returns. On a busy queue the next insert closes it;
+ * the timer closes it on an idle one, so that the statistics show it
+ * without a read changing them.
+ */
+static void kvb_arm_reap(struct kvb_data *kd)
+{
+	struct kvp_batch *b = kd->ps->drain_head;
+	u64 now, end;
+
+	lockdep_assert_held(&kd->lock);
+
+	if (!b || timer_pending(&kd->reap_timer))
+		return;
+	now = ktime_get_ns();
+	end = b->last_ns + kd->ps->p.window_ns;
+	mod_timer(&kd->reap_timer, jiffies + 1 +
+		  usecs_to_jiffies(end > now ? div_u64(end - now,
+						       NSEC_PER_USEC) : 0));
+}
+
+/*
  * Apply the completions recorded without the lock. Each leaves the
  * undrained count before the core's in-flight count, so that a lockless
  * reader (kvb_inflight()) errs towards "busy" in between.
@@ -296,6 +321,7 @@ static void kvb_drain(struct kvb_data *kd)
 		pc->n = 0;
 		spin_unlock(&pc->lock);
 	}
+	kvb_arm_reap(kd);
 }
 
 /*
@@ -741,8 +767,10 @@ static void kvb_finish_request(struct request *rq)
 		bool demand = ps->tier[KVB_TIER_DEMAND].inflight;
 		u32 limit;
 
-		if (!recorded)
+		if (!recorded) {
 			kvb_complete_one(kd, b, now, lat);
+			kvb_arm_reap(kd);
+		}
 		/*
 		 * Run the queue when a hold has made room for a batch of
 		 * requests (an eighth of max_inflight, at most 16): a queue
@@ -958,8 +986,9 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 
 	/* All hardware contexts share one nr_requests; take the largest. */
 	queue_for_each_hw_ctx(q, hctx, i) {
-		if (hctx->sched_tags)
-			depth = max(depth, kvb_sched_depth(hctx));
+		if (!hctx->sched_tags)
+			continue;
+		depth = max(depth, kvb_sched_depth(hctx));
 		kvb_set_min_shallow_depth(q, hctx);
 	}
 	kvb_update_depth(kd, depth);
@@ -974,6 +1003,18 @@ static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 	kvb_update_depth(kd, max(READ_ONCE(kd->sched_depth),
 				 kvb_sched_depth(hctx)));
 	return 0;
+}
+
+static void kvb_reap_timer_fn(struct timer_list *t)
+{
+	struct kvb_data *kd = container_of(t, struct kvb_data, reap_timer);
+	unsigned long flags;
+
+	spin_lock_irqsave(&kd->lock, flags);
+	kvb_drain(kd);
+	kvp_reap(kd->ps, ktime_get_ns());
+	kvb_arm_reap(kd);
+	spin_unlock_irqrestore(&kd->lock, flags);
 }
 
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
@@ -1005,6 +1046,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->pcpu = pcpu;
 
 	spin_lock_init(&kd->lock);
+	timer_setup(&kd->reap_timer, kvb_reap_timer_fn, 0);
 	kd->q = q;
 	INIT_LIST_HEAD(&kd->dispatch);
 	kd->sort[READ] = RB_ROOT;
@@ -1043,6 +1085,7 @@ static void kvb_exit_sched(struct elevator_queue *e)
 	 * still accounted here, once the recorded completions are applied,
 	 * is a bookkeeping bug worth a splat.
 	 */
+	timer_shutdown_sync(&kd->reap_timer);
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
 	spin_unlock_irq(&kd->lock);
@@ -1275,12 +1318,6 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
-	/*
-	 * Batches past their batch_window_us are closed lazily, at the next
-	 * insert; on a queue that went idle that may be never, so close them
-	 * here and report an idle queue with nothing live.
-	 */
-	kvp_reap(kd->ps, ktime_get_ns());
 	st = kd->stats;
 	cs = kd->ps->stats;
 	queued = kd->nr_queued;
