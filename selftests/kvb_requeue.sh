@@ -19,26 +19,11 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio blkdiscard
 kvb_load || ktap_exit_skip "cannot load kvbatch"
-[ -d /sys/bus/pseudo/drivers/scsi_debug ] &&
-	ktap_exit_skip "scsi_debug already in use"
 # A thin-provisioned 128 MiB disk (UNMAP, WRITE SAME with UNMAP), 1 ms
 # per command so that requests wait in kvbatch.
-modprobe scsi_debug dev_size_mb=128 lbpu=1 lbpws=1 ndelay=1000000 \
-	max_queue=4 || ktap_exit_skip "cannot load scsi_debug"
-# The guest has no udev to load the disk driver.
-modprobe sd_mod 2>/dev/null
-udevadm settle 2>/dev/null || true
-
-disk=
-for i in $(seq 100); do
-	for d in /sys/block/sd*; do
-		[ -e "$d/device/model" ] || continue
-		grep -q scsi_debug "$d/device/model" && disk=${d##*/}
-	done
-	[ -n "$disk" ] && break
-	sleep 0.1
-done
-[ -n "$disk" ] || { modprobe -r scsi_debug; ktap_exit_skip "no scsi_debug disk"; }
+kvb_scsi_debug_fresh dev_size_mb=128 lbpu=1 lbpws=1 ndelay=1000000 \
+	max_queue=4
+disk=$KVB_SD_DISK
 hctl=$(basename "$(readlink -f "/sys/block/$disk/device")")
 inject=/sys/kernel/debug/scsi_debug/$hctl/error
 stats=/sys/kernel/debug/block/$disk/sched/stats

@@ -262,6 +262,30 @@ kvb_nullb_teardown() {
 	modprobe -r null_blk 2>/dev/null || true
 }
 
+# kvb_scsi_debug_fresh ARGS...: load scsi_debug with ARGS and set
+# KVB_SD_DISK to its disk's name; the test is a skip if that fails.
+kvb_scsi_debug_fresh() {
+	local d i
+
+	[ -d /sys/bus/pseudo/drivers/scsi_debug ] &&
+		ktap_exit_skip "scsi_debug already in use"
+	modprobe scsi_debug "$@" || ktap_exit_skip "cannot load scsi_debug $*"
+	# The guest has no udev to load the disk driver.
+	modprobe sd_mod 2>/dev/null
+	udevadm settle 2>/dev/null || true
+	KVB_SD_DISK=
+	for i in $(seq 100); do
+		for d in /sys/block/sd*; do
+			[ -e "$d/device/model" ] || continue
+			grep -q scsi_debug "$d/device/model" && KVB_SD_DISK=${d##*/}
+		done
+		[ -n "$KVB_SD_DISK" ] && return 0
+		sleep 0.1
+	done
+	modprobe -r scsi_debug
+	ktap_exit_skip "no scsi_debug disk"
+}
+
 # kvb_stat DISK NAME: one counter from kvbatch's debugfs stats.
 kvb_stat() {
 	awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/block/$1/sched/stats"
