@@ -844,9 +844,20 @@ static void kvp_depth_try(struct kvp_depth *d, enum kvp_depth_trial trial,
 	d->limit = limit;
 }
 
-/* Undo a failed trial and wait longer before the next of its kind. */
-static void kvp_depth_undo(struct kvp_depth *d, u32 *wait, u32 *backoff)
+/*
+ * A trial's verdict after its window: keep its limit, or undo it and wait
+ * longer (4, 8, ... windows) before the next trial of its kind.
+ */
+static void kvp_depth_verdict(struct kvp_depth *d, bool keep, u64 rate,
+			      u64 *kept, u32 *wait, u32 *backoff)
 {
+	d->trial = KVP_TRIAL_NONE;
+	if (keep) {
+		*backoff = 0;
+		(*kept)++;
+		d->ref_rate = rate;
+		return;
+	}
 	d->limit = d->trial_from;
 	d->reverts++;
 	*backoff = *backoff ? *backoff * 2 : 1;
@@ -874,27 +885,15 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean,
 	 * unlucky window does not decide it alone.
 	 */
 	if (d->trial == KVP_TRIAL_UP) {
-		d->trial = KVP_TRIAL_NONE;
 		/* Deeper must buy at least 1/32 more throughput. */
-		if (rate * 32 >= d->trial_rate * 33) {
-			d->backoff_up = 0;
-			d->grows++;
-			d->ref_rate = rate;
-		} else {
-			kvp_depth_undo(d, &d->wait_up, &d->backoff_up);
-		}
+		kvp_depth_verdict(d, rate * 32 >= d->trial_rate * 33, rate,
+				  &d->grows, &d->wait_up, &d->backoff_up);
 		return;
 	}
 	if (d->trial == KVP_TRIAL_DOWN) {
-		d->trial = KVP_TRIAL_NONE;
 		/* Shallower may cost at most 1/64 of the throughput. */
-		if (rate * 64 >= d->trial_rate * 63) {
-			d->backoff_down = 0;
-			d->shrinks++;
-			d->ref_rate = rate;
-		} else {
-			kvp_depth_undo(d, &d->wait_down, &d->backoff_down);
-		}
+		kvp_depth_verdict(d, rate * 64 >= d->trial_rate * 63, rate,
+				  &d->shrinks, &d->wait_down, &d->backoff_down);
 		return;
 	}
 	d->ref_rate = d->ref_rate ? (3 * d->ref_rate + rate) / 4 : rate;

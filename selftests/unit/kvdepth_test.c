@@ -267,6 +267,31 @@ static const char *dev_name(const struct dev_model *m, char *buf, size_t n)
 }
 
 /*
+ * Run @l on @m with the controller and with no limit, from the same random
+ * state; report both, and expect the controller's throughput to be within
+ * 90% of the unlimited one (over busy time).
+ */
+static void run_pair(const struct dev_model *m, const struct load_model *l,
+		     u32 ceil, u64 seed, const char *what,
+		     struct run_result *a, struct run_result *b)
+{
+	char name[96];
+
+	rng_state = seed;
+	run(m, l, ceil, 0, a);
+	rng_state = seed;
+	run(m, l, ceil, ceil, b);
+	dev_name(m, name, sizeof(name));
+	diag("%s, %s: %llu/s at limit %u..%u (end %u), unlimited %llu/s",
+	     what, name, (unsigned long long)a->rate, a->limit_min,
+	     a->limit_max, a->limit_end, (unsigned long long)b->rate);
+	EXPECT(a->rate * 10 >= b->rate * 9,
+	       "%s, %s: %llu/s is under 90%% of the unlimited %llu/s",
+	       what, name, (unsigned long long)a->rate,
+	       (unsigned long long)b->rate);
+}
+
+/*
  * Steady closed-loop load, several times the device's parallelism: the
  * controller must keep at least 90% of the unlimited throughput, and keep
  * the queue in the scheduler (a limit well under the offered load).
@@ -294,20 +319,10 @@ static bool test_steady(void)
 				u32 ceil = 2 * l.outstanding;
 				struct run_result a, b;
 
-				rng_state = 0x9e3779b97f4a7c15ULL + i * 7 + j;
-				run(&m, &l, ceil, 0, &a);
-				rng_state = 0x9e3779b97f4a7c15ULL + i * 7 + j;
-				run(&m, &l, ceil, ceil, &b);
+				run_pair(&m, &l, ceil,
+					 0x9e3779b97f4a7c15ULL + i * 7 + j,
+					 "steady", &a, &b);
 				dev_name(&m, name, sizeof(name));
-				diag("steady, %s, %u outstanding: %llu/s at limit %u..%u (end %u), unlimited %llu/s",
-				     name, l.outstanding,
-				     (unsigned long long)a.rate, a.limit_min,
-				     a.limit_max, a.limit_end,
-				     (unsigned long long)b.rate);
-				EXPECT(a.rate * 10 >= b.rate * 9,
-				       "%s: %llu/s is under 90%% of the unlimited %llu/s",
-				       name, (unsigned long long)a.rate,
-				       (unsigned long long)b.rate);
 				EXPECT(a.limit_end * 10 >= units[i] * 9,
 				       "%s: limit %u is well below the device's %u units",
 				       name, a.limit_end, units[i]);
@@ -353,19 +368,9 @@ static bool test_bursty(void)
 			u32 ceil = 1024;
 			struct run_result a, b;
 
-			rng_state = 0x2545f4914f6cdd1dULL + i;
-			run(&m, &l, ceil, 0, &a);
-			rng_state = 0x2545f4914f6cdd1dULL + i;
-			run(&m, &l, ceil, ceil, &b);
+			run_pair(&m, &l, ceil, 0x2545f4914f6cdd1dULL + i,
+				 "bursty", &a, &b);
 			dev_name(&m, name, sizeof(name));
-			diag("bursty, %s, bursts of %u: %llu/s busy at limit %u..%u, unlimited %llu/s",
-			     name, l.burst, (unsigned long long)a.rate,
-			     a.limit_min, a.limit_max,
-			     (unsigned long long)b.rate);
-			EXPECT(a.rate * 10 >= b.rate * 9,
-			       "%s: %llu/s is under 90%% of the unlimited %llu/s",
-			       name, (unsigned long long)a.rate,
-			       (unsigned long long)b.rate);
 			EXPECT(a.limit_min * 4 >= units[i],
 			       "%s: the limit fell to %u, under a quarter of the device's %u units",
 			       name, a.limit_min, units[i]);
@@ -465,26 +470,13 @@ static bool test_bounds(void)
 
 int main(void)
 {
-	static const struct {
-		bool (*fn)(void);
-		const char *desc;
-	} tests[] = {
+	static const struct tap_test tests[] = {
 		{ test_steady, "depth: steady load keeps throughput and the queue" },
 		{ test_bursty, "depth: bursts with idle gaps keep throughput" },
 		{ test_clock_order, "depth: a clock read out of order" },
 		{ test_idle_gap, "depth: idle time does not shrink the limit" },
 		{ test_bounds, "depth: the limit stays within its bounds" },
 	};
-	int n = sizeof(tests) / sizeof(tests[0]), i;
-	struct timespec t0, t1;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	printf("TAP version 13\n1..%d\n", n);
-	for (i = 0; i < n; i++)
-		run_test(tests[i].fn, tests[i].desc);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	diag("runtime %.3fs", (t1.tv_sec - t0.tv_sec) +
-	     (t1.tv_nsec - t0.tv_nsec) / 1e9);
-	printf("%d passed, %d failed\n", nr_pass, nr_fail);
-	return nr_fail ? 1 : 0;
+	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
 }

@@ -1630,10 +1630,7 @@ static bool test_defer_max_and_hold(void)
 
 int main(void)
 {
-	static const struct {
-		bool (*fn)(void);
-		const char *desc;
-	} tests[] = {
+	static const struct tap_test tests[] = {
 		{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
 		{ test_seed_prefetch, "seed 2: demand vs prefetch" },
 		{ test_seed_gc, "seed 3: writes held during a recall" },
@@ -1656,16 +1653,6 @@ int main(void)
 		{ test_defer_max_and_hold,
 		  "write_defer_max with demand queued; held agrees with choose" },
 	};
-	int n = ARRAY_SIZE(tests), i;
-	struct timespec t0, t1;
 
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	printf("TAP version 13\n1..%d\n", n);
-	for (i = 0; i < n; i++)
-		run_test(tests[i].fn, tests[i].desc);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
-	diag("runtime %.3fs", (t1.tv_sec - t0.tv_sec) +
-	     (t1.tv_nsec - t0.tv_nsec) / 1e9);
-	printf("%d passed, %d failed\n", nr_pass, nr_fail);
-	return nr_fail ? 1 : 0;
+	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
 }

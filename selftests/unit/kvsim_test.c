@@ -597,10 +597,7 @@ out:
 
 int main(void)
 {
-	static const struct {
-		bool (*fn)(void);
-		const char *desc;
-	} tests[] = {
+	static const struct tap_test tests[] = {
 		{ test_tail, "kvsim: built-in tail: completion order, same work" },
 		{ test_prefetch,
 		  "kvsim: built-in prefetch: completion order, same work" },
@@ -614,11 +611,6 @@ int main(void)
 		  "kvsim: random traces conserve work, no double dispatch" },
 		{ test_check_detects, "kvsim: the check catches lost work" },
 	};
-	int n = sizeof(tests) / sizeof(tests[0]), i;
 
-	printf("TAP version 13\n1..%d\n", n);
-	for (i = 0; i < n; i++)
-		run_test(tests[i].fn, tests[i].desc);
-	printf("%d passed, %d failed\n", nr_pass, nr_fail);
-	return nr_fail ? 1 : 0;
+	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
 }

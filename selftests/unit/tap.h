@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <time.h>
 
 static int nr_pass, nr_fail, nr_run;
 
@@ -55,6 +56,31 @@ static void run_test(bool (*fn)(void), const char *desc)
 		printf("not ok %d - %s\n", nr_run, desc);
 	}
 	fflush(stdout);
+}
+
+struct tap_test {
+	bool		(*fn)(void);
+	const char	*desc;
+};
+
+/*
+ * Run @n tests as one TAP program: the plan, a line per test, the runtime
+ * and the closing "N passed, N failed" line. Returns the exit status.
+ */
+static int tap_run(const struct tap_test *tests, int n)
+{
+	struct timespec t0, t1;
+	int i;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	printf("TAP version 13\n1..%d\n", n);
+	for (i = 0; i < n; i++)
+		run_test(tests[i].fn, tests[i].desc);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	diag("runtime %.3fs", (t1.tv_sec - t0.tv_sec) +
+	     (t1.tv_nsec - t0.tv_nsec) / 1e9);
+	printf("%d passed, %d failed\n", nr_pass, nr_fail);
+	return nr_fail ? 1 : 0;
 }
 
 #endif /* _KVB_UNIT_TAP_H */
