@@ -715,15 +715,49 @@ static void kvb_prepare_request(struct request *rq)
 	rq->elv.priv[1] = NULL;
 }
 
+/* Requests max_inflight must have room for before a hold ends. */
+static inline u32 kvb_kick_batch(u32 limit)
+{
+	return clamp(limit / 8, 1U, 16U);
+}
+
+/*
+ * May this completion be recorded without the lock? Yes when nothing waits
+ * in kvbatch (*@held false), or when work waits behind max_inflight and
+ * enough requests stay in flight after this one that a later completion
+ * will find room for a batch, take the lock and run the queue (*@held
+ * true). Deferred writes may wait for the end of demand instead, which
+ * only the locked path sees: not then.
+ */
+static bool kvb_may_record(struct kvb_data *kd, bool *held)
+{
+	struct kvp_sched *ps = kd->ps;
+	u32 limit, inflight;
+
+	*held = false;
+	if (!READ_ONCE(ps->queued))
+		return true;
+	limit = READ_ONCE(ps->p.max_inflight);
+	if (!limit || READ_ONCE(ps->wq->queued))
+		return false;
+	/* Counting this request, which is not recorded yet. */
+	inflight = kvb_inflight(kd);
+	*held = inflight >= limit &&
+		inflight - 1 + kvb_kick_batch(limit) > limit;
+	return *held;
+}
+
 /*
  * Called when a request is freed: after completion, or after it was merged
  * into another request. Only requests handed to the driver count.
  *
- * When nothing waits in kvbatch, a completion can release nothing: it is
- * only recorded, on this CPU, and applied by the next holder of the lock
- * (kvb_drain(), at dispatch, insert or a statistics read). Otherwise it
- * takes the lock, since it may end a hold (room under max_inflight, or the
- * last demand request done while writes wait) and must run the queue.
+ * A completion that can release nothing -- nothing waits in kvbatch, or
+ * work waits behind max_inflight with too little room yet for a batch --
+ * is only recorded, on this CPU, and applied by the next holder of the
+ * lock (kvb_drain(), at dispatch, insert, a statistics read or the
+ * completion that makes the room). Otherwise it takes the lock, since it
+ * may end a hold (room under max_inflight, or the last demand request
+ * done while writes wait) and must run the queue.
  */
 static void kvb_finish_request(struct request *rq)
 {
@@ -732,7 +766,7 @@ static void kvb_finish_request(struct request *rq)
 	unsigned long state = kvb_rq_state(rq);
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
-	bool recorded = false, run = false;
+	bool recorded = false, run = false, held;
 	unsigned long flags;
 	u64 now, lat = 0;
 
@@ -746,7 +780,7 @@ static void kvb_finish_request(struct request *rq)
 		lat = now - rq->io_start_time_ns;
 	kvb_rq_set_state(rq, 0);
 
-	if (b && !READ_ONCE(ps->queued) && kvb_record(kd, b, now, lat)) {
+	if (b && kvb_may_record(kd, &held) && kvb_record(kd, b, now, lat)) {
 		recorded = true;
 		/*
 		 * Work queued since the check above may be waiting for this
@@ -754,7 +788,7 @@ static void kvb_finish_request(struct request *rq)
 		 * and if it ran first we see its work here and run the queue.
 		 */
 		smp_mb__after_atomic();
-		if (!READ_ONCE(ps->queued))
+		if (held || !READ_ONCE(ps->queued))
 			return;
 	}
 
@@ -782,8 +816,7 @@ static void kvb_finish_request(struct request *rq)
 		 */
 		limit = ps->p.max_inflight;
 		if (kd->held && (!ps->queued || !limit ||
-				 ps->inflight + clamp(limit / 8, 1U, 16U) <=
-				 limit)) {
+				 ps->inflight + kvb_kick_batch(limit) <= limit)) {
 			kd->held = false;
 			run = ps->queued;
 		}
