@@ -788,7 +788,14 @@ static void kvb_finish_request(struct request *rq)
 		 * and if it ran first we see its work here and run the queue.
 		 */
 		smp_mb__after_atomic();
-		if (held || !READ_ONCE(ps->queued))
+		/*
+		 * The completion that leaves nothing in flight takes the lock
+		 * all the same: the batches it ends close now, with their
+		 * tracepoints, rather than at the next I/O, which may be
+		 * minutes away. While the device is busy, the next dispatch
+		 * applies the records within moments.
+		 */
+		if ((held || !READ_ONCE(ps->queued)) && kvb_inflight(kd))
 			return;
 	}
 
