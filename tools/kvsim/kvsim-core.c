@@ -161,9 +161,12 @@ static void kvs_sched_dispatched(struct kvs_sim *s, struct kvs_req *rq)
 	rq->queued = false;
 	s->queued--;
 	s->nr_tier_queued[rq->tier]--;
-	if (s->cfg.sched == KVS_KVBATCH)
-		kvp_rq_dispatched(s->ps, rq->batch, kvs_head_ns(rq->batch),
-				  rq->nr_sectors * 512);
+	if (s->cfg.sched != KVS_KVBATCH)
+		return;
+	kvp_rq_dispatched(s->ps, rq->batch, kvs_head_ns(rq->batch),
+			  rq->nr_sectors * 512);
+	if (s->cfg.auto_depth)
+		kvp_depth_dispatched(&s->depth, s->ps->inflight, s->now);
 }
 
 static void kvs_sched_requeue(struct kvs_sim *s, struct kvs_req *rq)
@@ -238,8 +241,16 @@ static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
 	s->in_device--;
 	s->nr_tier_device[rq->tier]--;
 	s->end = s->now;
-	if (s->cfg.sched == KVS_KVBATCH)
+	if (s->cfg.sched == KVS_KVBATCH) {
+		bool bound = s->ps->queued && kvp_throttled(s->ps);
+
 		kvp_rq_completed(s->ps, rq->batch, s->now);
+		if (s->cfg.auto_depth &&
+		    kvp_depth_completed(&s->depth, s->now,
+					s->now - rq->dispatch,
+					s->ps->inflight, bound))
+			s->ps->p.max_inflight = s->depth.limit;
+	}
 	kvs_hook(s, KVS_EV_COMPLETE, rq);
 
 	next = list_first_entry_or_null(dq, struct kvs_req, dnode);
@@ -303,6 +314,10 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 			return -1;
 		s->ps = kvp_init(s->mem, cfg->nr_batches);
 		s->ps->p = cfg->params;
+		if (cfg->auto_depth) {
+			kvp_depth_init(&s->depth, cfg->qdepth);
+			s->ps->p.max_inflight = s->depth.limit;
+		}
 	}
 	return 0;
 }

@@ -107,6 +107,12 @@ struct kvs_config {
 	 */
 	u32		requeue_every;
 	u32		merge_every;
+	/*
+	 * KVBATCH only: max_inflight set by the module's depth controller
+	 * (kvp_depth_*), between KVP_DEPTH_MIN and qdepth, as the module
+	 * does when the tunable is 0.
+	 */
+	bool		auto_depth;
 
 	kvs_hook_fn	hook;		/* called after every event, or NULL */
 	void		*hook_arg;
@@ -130,6 +136,7 @@ struct kvs_sim {
 
 	/* KVBATCH. */
 	struct kvp_sched *ps;
+	struct kvp_depth depth;		/* with cfg.auto_depth */
 	void		*mem;
 	u64		burst_pos;
 

@@ -137,11 +137,12 @@ int kvsim_run_all(struct kvsim_result *r, const struct kvsim_trace *t,
 		r->tun[k] = o->tun_set[k] ? o->tun[k] :
 			    t->tun_set[k] ? t->tun[k] : kvb_tunables[k].def;
 	/*
-	 * As the module derives them; max_inflight 0 (the module's estimate)
-	 * means the device queue depth here: --set max_inflight=N gives the
-	 * limit the module would settle at.
+	 * As the module derives them; max_inflight 0 runs the module's depth
+	 * controller, within the device queue depth (--queue-depth); --set
+	 * max_inflight=N fixes the limit.
 	 */
 	kvp_params_from_tunables(&cfg->params, r->tun);
+	cfg->auto_depth = !r->tun[KVB_MAX_INFLIGHT];
 
 	if (cfg->dies > KVS_MAX_DIES) {
 		kvsim_err(err, errlen, "%u dies: at most %d", cfg->dies,
