@@ -340,8 +340,15 @@ static bool kvb_record(struct kvb_data *kd, struct kvp_batch *b, u64 now,
 	spin_lock(&pc->lock);
 	if (pc->n < KVB_DONE_RECS) {
 		pc->rec[pc->n++] = (struct kvb_done){ b, now, lat };
+		/* Tested first: the mask is shared by every CPU. */
+		if (!cpumask_test_cpu(smp_processor_id(), &kd->pcpu_mask))
+			cpumask_set_cpu(smp_processor_id(), &kd->pcpu_mask);
+		/*
+		 * The CPU's bit before the count: whoever sees the count and
+		 * drains (kvb_finish_request()) finds the record.
+		 */
+		smp_mb__before_atomic();
 		atomic_inc(&kd->undrained);
-		cpumask_set_cpu(smp_processor_id(), &kd->pcpu_mask);
 		done = true;
 	}
 	spin_unlock(&pc->lock);
