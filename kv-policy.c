@@ -354,10 +354,21 @@ void kvp_flush_draining(struct kvp_sched *ps)
 		kvp_batch_finish(ps, ps->drain_head);
 }
 
+/*
+ * Has @b's window passed at @now? The host's clock readings may come
+ * slightly out of order (one cached per plug, others from other CPUs): a
+ * time before the batch's last completion is inside its window.
+ */
+static bool kvp_window_passed(const struct kvp_sched *ps,
+			      const struct kvp_batch *b, u64 now)
+{
+	return now > b->last_ns && now - b->last_ns > ps->p.window_ns;
+}
+
 void kvp_reap(struct kvp_sched *ps, u64 now)
 {
 	/* The draining list is in completion order: stop at the first live. */
-	while (ps->drain_head && now - ps->drain_head->last_ns > ps->p.window_ns)
+	while (ps->drain_head && kvp_window_passed(ps, ps->drain_head, now))
 		kvp_batch_finish(ps, ps->drain_head);
 }
 
@@ -444,7 +455,7 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 		return b;
 	if (b) {
 		/* Draining: joined within the window, or finished now. */
-		if (now - b->last_ns <= ps->p.window_ns) {
+		if (!kvp_window_passed(ps, b, now)) {
 			kvp_drain_del(ps, b);
 			b->state = KVP_BATCH_OPEN;
 			return b;

@@ -1433,6 +1433,55 @@ static bool test_merge_head(void)
 }
 
 /*
+ * The host's clock readings may arrive slightly out of order (one cached
+ * per plug, completions timed on other CPUs): a request of the same key
+ * arriving at a time just before its batch's last completion is inside
+ * the batch window and rejoins the batch, and a reap at such a time does
+ * not close it. Unsigned arithmetic on such a time once made the window
+ * look 584 years long passed.
+ */
+static bool test_window_clock_order(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq r = { .arrival = 100 * US };
+	struct kvp_batch *b, *again;
+	struct kvp_sched *ps;
+	u32 seq;
+	void *mem;
+
+	p.window_ns = 50 * US;
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	ps->p = p;
+
+	b = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 100 * US);
+	seq = b->seq;
+	mini_queue(ps, b, &r);
+	list_del_init(&r.node);
+	kvp_rq_dispatched(ps, b, mini_head(b), 4096);
+	kvp_rq_completed(ps, b, 200 * US);
+	EXPECT(b->state == KVP_BATCH_DRAINING, "batch not draining after its last completion");
+
+	kvp_reap(ps, 200 * US - 1);
+	EXPECT(b->state == KVP_BATCH_DRAINING && ps->stats.closed[KVB_TIER_DEMAND] == 0,
+	       "a reap 1 ns before the last completion closed the batch");
+	again = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 200 * US - 1);
+	EXPECT(again == b && again->seq == seq && b->state == KVP_BATCH_OPEN,
+	       "a request 1 ns before the last completion opened batch %u, not %u",
+	       again->seq, seq);
+
+	/* Past the window, the batch closes and the key opens a new one. */
+	kvp_rq_queued(ps, b, 0);
+	kvp_rq_unqueued(ps, b, 0, 210 * US);
+	again = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 261 * US);
+	EXPECT(again->seq != seq && ps->stats.closed[KVB_TIER_DEMAND] == 1,
+	       "past the window: batch %u, %llu closed", again->seq,
+	       (unsigned long long)ps->stats.closed[KVB_TIER_DEMAND]);
+	free(mem);
+	return true;
+}
+
+/*
  * Shares: with demand, normal and prefetch all backlogged, the normal and
  * prefetch tiers get their share_pct of the dispatches (and nothing with
  * a share of 0); a tier that stopped waiting does not bank credit.
@@ -1642,6 +1691,7 @@ int main(void)
 		{ test_overflow, "pool overflow and reuse" },
 		{ test_lifetime, "batch lifetime and histogram" },
 		{ test_window, "batch window joins and reopens" },
+		{ test_window_clock_order, "batch window with clock readings out of order" },
 		{ test_max_inflight, "max_inflight bounds the device" },
 		{ test_requeue_merge, "requeue and merged-away requests" },
 		{ test_merge_burst,
