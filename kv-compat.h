@@ -13,6 +13,7 @@
 #include <linux/sbitmap.h>
 
 #include "elevator.h"
+#include "blk.h"
 #include "blk-mq.h"
 #include "kv-probe.h"
 
@@ -139,6 +140,23 @@ static inline unsigned int kvb_shallow_depth(struct blk_mq_hw_ctx *hctx,
 	return max(1U, ((depth << bt->sb.shift) + nr - 1) / nr);
 #else
 	return max(1U, depth);
+#endif
+}
+
+/*
+ * The clock for request events. Since 6.9 the block layer caches one
+ * reading per plug (blk_time_get_ns(), outside a plug or a task a plain
+ * read); start_time_ns, kvbatch's arrival stamp, comes from it, so events
+ * timed with it agree with the stamps and a plug of requests costs one
+ * clock read. A cached reading may be older than one taken since on
+ * another CPU: the policy core accepts times slightly out of order.
+ */
+static inline u64 kvb_now(void)
+{
+#ifdef KVB_HAVE_BLK_TIME
+	return blk_time_get_ns();
+#else
+	return ktime_get_ns();
 #endif
 }
 

@@ -129,7 +129,10 @@ struct kvb_data {
 
 	unsigned int		nr_queued;	/* KVB_RQ_QUEUED requests */
 	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */
-	/* max_inflight held work back; a completion will run the queue. */
+	/*
+	 * max_inflight held work back; a completion will run the queue.
+	 * Written under the lock, read by completions without it.
+	 */
 	bool			held;
 
 	/* Closes batches past their batch_window_us on an idle queue. */
@@ -263,7 +266,7 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
 	kd->stats.completed++;
 	/* Work waits for max_inflight: a hold, until the kick. */
 	if (ps->queued && kvp_throttled(ps))
-		kd->held = true;
+		WRITE_ONCE(kd->held, true);
 	kvp_rq_completed(ps, b, now);
 	if (!kvp_depth_completed(&kd->depth, now, lat, ps->inflight,
 				 kd->held && ps->queued))
@@ -488,6 +491,27 @@ static struct request *kvb_pick_request(struct kvb_data *kd,
 	}
 }
 
+/*
+ * Dispatch found work held back by max_inflight: publish the hold, so that
+ * the completion that makes room takes the lock and runs the queue. A
+ * completion recorded before the hold was visible did not see it and
+ * will not: drain it here. True if that made room.
+ */
+static bool kvb_hold(struct kvb_data *kd)
+{
+	lockdep_assert_held(&kd->lock);
+
+	if (!kd->ps->queued || !kvp_throttled(kd->ps))
+		return false;
+	WRITE_ONCE(kd->held, true);
+	/* Pairs with the barrier in kvb_record_needs_lock(). */
+	smp_mb();
+	if (!atomic_read(&kd->undrained))
+		return false;
+	kvb_drain(kd);
+	return !kvp_throttled(kd->ps);
+}
+
 static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
@@ -496,11 +520,14 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	unsigned long flags;
 	u64 now;
 
+	/* Before the lock: no clock read, or a slow one, inside it. */
+	now = kvb_now();
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
-	now = ktime_get_ns();
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
 	if (!rq)
+		rq = kvb_pick_request(kd, &pick, now);
+	if (!rq && kvb_hold(kd))
 		rq = kvb_pick_request(kd, &pick, now);
 	if (rq)
 		kvb_start_request(kd, rq, now);
@@ -536,7 +563,9 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 		return true;
 	if (!READ_ONCE(ps->queued))
 		return false;
-	if (limit && kvb_inflight(kd) >= limit)
+	/* ps->inflight counts unapplied completions: at most too high. */
+	if (limit && READ_ONCE(ps->inflight) >= limit &&
+	    kvb_inflight(kd) >= limit)
 		return false;
 	/* Only writes queued while demand is in flight: the rare case. */
 	if (READ_ONCE(ps->wq->queued) == READ_ONCE(ps->queued) &&
@@ -691,7 +720,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	struct request_queue *q = hctx->queue;
 	struct kvb_data *kd = q->elevator->elevator_data;
 	bool at_head = kvb_insert_at_head(flags);
-	u64 now = ktime_get_ns();
+	u64 now = kvb_now();
 	unsigned long irqflags;
 	LIST_HEAD(free);
 	bool held;
@@ -729,42 +758,39 @@ static inline u32 kvb_kick_batch(u32 limit)
 }
 
 /*
- * May this completion be recorded without the lock? Yes when nothing waits
- * in kvbatch (*@held false), or when work waits behind max_inflight and
- * enough requests stay in flight after this one that a later completion
- * will find room for a batch, take the lock and run the queue (*@held
- * true). Deferred writes may wait for the end of demand instead, which
- * only the locked path sees: not then.
+ * Must this completion, already recorded, take the lock? Only if it may
+ * have to run the queue, or closes batches: when it leaves nothing in
+ * flight; or when work waits behind max_inflight (kd->held) and it leaves
+ * room for a batch. While the hold lasts with less room, a later
+ * completion makes the room: of completions that race, the last to read
+ * the count sees all of their records (each reads after its own record,
+ * behind a full barrier), so the one that makes the room is never missed.
  */
-static bool kvb_may_record(struct kvb_data *kd, bool *held)
+static bool kvb_record_needs_lock(struct kvb_data *kd)
 {
-	struct kvp_sched *ps = kd->ps;
-	u32 limit, inflight;
+	u32 inflight, limit;
 
-	*held = false;
-	if (!READ_ONCE(ps->queued))
-		return true;
-	limit = READ_ONCE(ps->p.max_inflight);
-	if (!limit || READ_ONCE(ps->wq->queued))
-		return false;
-	/* Counting this request, which is not recorded yet. */
+	/* Pairs with the barrier in kvb_hold(). */
+	smp_mb__after_atomic();
 	inflight = kvb_inflight(kd);
-	*held = inflight >= limit &&
-		inflight - 1 + kvb_kick_batch(limit) > limit;
-	return *held;
+	if (!inflight)
+		return true;
+	if (!READ_ONCE(kd->held))
+		return false;
+	limit = READ_ONCE(kd->ps->p.max_inflight);
+	return !limit || inflight + kvb_kick_batch(limit) <= limit;
 }
 
 /*
  * Called when a request is freed: after completion, or after it was merged
  * into another request. Only requests handed to the driver count.
  *
- * A completion that can release nothing -- nothing waits in kvbatch, or
- * work waits behind max_inflight with too little room yet for a batch --
- * is only recorded, on this CPU, and applied by the next holder of the
- * lock (kvb_drain(), at dispatch, insert, a statistics read or the
- * completion that makes the room). Otherwise it takes the lock, since it
- * may end a hold (room under max_inflight, or the last demand request
- * done while writes wait) and must run the queue.
+ * A completion is recorded on this CPU and applied by the next holder of
+ * the lock (kvb_drain(): at dispatch, insert, a statistics read, or the
+ * completion that needs it), unless it may have to run the queue
+ * (kvb_record_needs_lock()). Deferred writes may wait for the end of
+ * demand, which only the locked path sees: while writes are queued, every
+ * completion takes the lock.
  */
 static void kvb_finish_request(struct request *rq)
 {
@@ -773,7 +799,7 @@ static void kvb_finish_request(struct request *rq)
 	unsigned long state = kvb_rq_state(rq);
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
-	bool recorded = false, run = false, held;
+	bool recorded = false, run = false;
 	unsigned long flags;
 	u64 now, lat = 0;
 
@@ -782,27 +808,14 @@ static void kvb_finish_request(struct request *rq)
 	if (!(state & KVB_RQ_INFLIGHT))
 		return;
 
-	now = ktime_get_ns();
+	now = kvb_now();
 	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
 		lat = now - rq->io_start_time_ns;
 	kvb_rq_set_state(rq, 0);
 
-	if (b && kvb_may_record(kd, &held) && kvb_record(kd, b, now, lat)) {
+	if (b && !READ_ONCE(ps->wq->queued) && kvb_record(kd, b, now, lat)) {
 		recorded = true;
-		/*
-		 * Work queued since the check above may be waiting for this
-		 * very room: has_work() counts the record (kvb_inflight()),
-		 * and if it ran first we see its work here and run the queue.
-		 */
-		smp_mb__after_atomic();
-		/*
-		 * The completion that leaves nothing in flight takes the lock
-		 * all the same: the batches it ends close now, with their
-		 * tracepoints, rather than at the next I/O, which may be
-		 * minutes away. While the device is busy, the next dispatch
-		 * applies the records within moments.
-		 */
-		if ((held || !READ_ONCE(ps->queued)) && kvb_inflight(kd))
+		if (!kvb_record_needs_lock(kd))
 			return;
 	}
 
@@ -831,7 +844,7 @@ static void kvb_finish_request(struct request *rq)
 		limit = ps->p.max_inflight;
 		if (kd->held && (!ps->queued || !limit ||
 				 ps->inflight + kvb_kick_batch(limit) <= limit)) {
-			kd->held = false;
+			WRITE_ONCE(kd->held, false);
 			run = ps->queued;
 		}
 		if (ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight)
@@ -963,6 +976,15 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 	struct request *free = NULL;
 	unsigned long flags;
 	bool ret;
+
+	/*
+	 * Nothing queued, nothing to merge with: on a device that keeps up
+	 * every bio would otherwise take the lock for nothing. A request
+	 * queued meanwhile on another CPU is missed, as it would have been
+	 * a moment earlier.
+	 */
+	if (!READ_ONCE(kd->ps->queued))
+		return false;
 
 	spin_lock_irqsave(&kd->lock, flags);
 	ret = blk_mq_sched_try_merge(q, bio, nr_segs, &free);

@@ -17,8 +17,9 @@ src=$2
 elv=$blk/elevator.h
 sbm=$src/include/linux/sbitmap.h
 bmq=$blk/blk-mq.h
+blkh=$blk/blk.h
 
-for f in "$elv" "$sbm" "$bmq"; do
+for f in "$elv" "$sbm" "$bmq" "$blkh"; do
 	[ -r "$f" ] || { echo "kv-probe: cannot read $f" >&2; exit 1; }
 done
 
@@ -52,6 +53,8 @@ probe KVB_HAVE_MIN_SHALLOW_DEPTH_Q "$bmq" 'blk_mq_set_min_shallow_depth' \
 	'blk_mq_set_min_shallow_depth() exists (6.17.4+)'
 probe KVB_SHALLOW_DEPTH_PER_WORD "$sbm" 'shallow_depth: The maximum number of bits to allocate from a single word' \
 	'shallow_depth limits one sbitmap word, not the whole map'
+probe KVB_HAVE_BLK_TIME "$blkh" 'u64 blk_time_get_ns\(void\)' \
+	'blk_time_get_ns(): the clock cached per plug (6.9+)'
 if [ -r "$blk/blk-mq-tag.h" ]; then
 	printf '#define KVB_HAVE_BLK_MQ_TAG_H 1\t/* %s */\n' 'block/blk-mq-tag.h exists (up to 6.8)'
 else
