@@ -92,6 +92,7 @@ struct kvb_stats {
 	u64		bypassed;
 	u64		requeued;
 	u64		completed;
+	u64		promoted;	/* deferred writes given sync data */
 };
 
 /*
@@ -246,6 +247,15 @@ static void kvb_apply_params(struct kvb_data *kd)
 	/* max_inflight 0: the limit the depth estimator found. */
 	if (!p->max_inflight)
 		p->max_inflight = kd->depth.limit;
+	/*
+	 * Deferred writes hold tags of async_depth, the share every write
+	 * allocates from (kvb_limit_depth()). Let them hold at most half of
+	 * it, so that a sync write -- an fsync, a journal commit -- finds a
+	 * tag while writes are deferred, rather than waiting write_expire_ms
+	 * for one.
+	 */
+	p->write_defer_max = min(p->write_defer_max,
+				 max(kd->async_depth / 2, 1U));
 	if (!p->window_ns)
 		kvp_flush_draining(kd->ps);
 }
@@ -594,6 +604,13 @@ static void kvb_arm_write_expiry(struct kvb_data *kd)
 					   div_u64(until - now, NSEC_PER_MSEC) + 1);
 }
 
+/* The tier of @rq's data, from its priority and flags. */
+static enum kvb_tier kvb_rq_tier(struct request *rq)
+{
+	return kvp_tier_of(req_get_ioprio(rq), op_is_write(rq->cmd_flags),
+			   op_is_sync(rq->cmd_flags));
+}
+
 /* Queue a scheduled request in its batch. */
 static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 			      u64 now)
@@ -605,8 +622,7 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 
 	lockdep_assert_held(&kd->lock);
 
-	tier = kvp_tier_of(req_get_ioprio(rq), op_is_write(rq->cmd_flags),
-			   op_is_sync(rq->cmd_flags));
+	tier = kvb_rq_tier(rq);
 	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
 	rq->elv.priv[1] = b;
 	if (tier == KVB_TIER_WRITE)
@@ -932,6 +948,38 @@ static void kvb_move_older(struct kvp_batch *rb, struct request *req)
 	list_move(&req->queuelist, &pos->queuelist);
 }
 
+/*
+ * @req, a deferred write, took over data that is not to be deferred (a
+ * sync write merged into it at insert, or by a front merge of requests):
+ * the whole request leaves the write queue for the batch that data
+ * belongs to, keeping its arrival, so that the sync data does not wait
+ * for the end of demand.
+ */
+static void kvb_promote(struct kvb_data *kd, struct request *req,
+			struct request *next, u64 now)
+{
+	struct kvp_batch *wq = kvb_rq_batch(req);
+	unsigned long state = kvb_rq_state(req);
+	struct kvp_batch *b;
+
+	lockdep_assert_held(&kd->lock);
+
+	if (!RB_EMPTY_NODE(&req->rb_node))
+		elv_rb_del(&kd->dsort, req);
+	list_del_init(&req->queuelist);
+	kvp_rq_unqueued(kd->ps, wq, kvb_head_ns(wq), now);
+	kvb_rq_set_state(req, state & ~KVB_RQ_DEFERRED);
+
+	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, next), kvb_rq_tier(next),
+			  now);
+	req->elv.priv[1] = b;
+	elv_rb_add(kvb_sort_root(kd, req), req);
+	list_add_tail(&req->queuelist, &b->rqs);
+	kvb_move_older(b, req);
+	kvp_rq_queued(kd->ps, b, kvb_head_ns(b));
+	kd->stats.promoted++;
+}
+
 /* @next was merged into @req and will be freed. */
 static void kvb_requests_merged(struct request_queue *q, struct request *req,
 				struct request *next)
@@ -967,6 +1015,27 @@ static void kvb_requests_merged(struct request_queue *q, struct request *req,
 	/* Another batch received @next's data: its head may be older now. */
 	if (older && b != rb)
 		kvp_batch_head_changed(kd->ps, rb, kvb_head_ns(rb));
+
+	/* Data that must not wait went into a deferred write. */
+	if ((kvb_rq_state(req) & (KVB_RQ_QUEUED | KVB_RQ_DEFERRED)) ==
+	    (KVB_RQ_QUEUED | KVB_RQ_DEFERRED) &&
+	    kvb_rq_tier(next) != KVB_TIER_WRITE)
+		kvb_promote(kd, req, next, kvb_now());
+}
+
+/*
+ * A bio that is not to be deferred does not merge into a deferred write:
+ * it would wait with it for the end of demand, up to write_expire_ms.
+ * Called with the lock held for our queued requests (elv_merge() from
+ * kvb_bio_merge()); requests in a plug are not ours yet (state 0).
+ */
+static bool kvb_allow_merge(struct request_queue *q, struct request *rq,
+			    struct bio *bio)
+{
+	if (!(kvb_rq_state(rq) & KVB_RQ_DEFERRED))
+		return true;
+	return kvp_tier_of(bio_prio(bio), op_is_write(bio->bi_opf),
+			   op_is_sync(bio->bi_opf)) == KVB_TIER_WRITE;
 }
 
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
@@ -1401,6 +1470,7 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "requeued %llu\n", st.requeued);
 	seq_printf(m, "completed %llu\n", st.completed);
 	seq_printf(m, "bypassed %llu\n", st.bypassed);
+	seq_printf(m, "promoted %llu\n", st.promoted);
 	seq_printf(m, "queued %u\n", queued);
 	seq_printf(m, "inflight %u\n", inflight);
 	for (i = 0; i < KVB_NR_REASONS; i++)
@@ -1454,6 +1524,7 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	seq_printf(m, "nr_requests %u\n", kd->sched_depth);
 	seq_printf(m, "nr_requests_too_small %d\n", kd->small_pool);
 	seq_printf(m, "async_depth %u\n", kd->async_depth);
+	seq_printf(m, "write_defer_max %u\n", kd->ps->p.write_defer_max);
 	seq_printf(m, "max_inflight %u%s\n", kd->ps->p.max_inflight,
 		   kvb_tun(kd, KVB_MAX_INFLIGHT) ? "" : " (auto)");
 	seq_printf(m, "auto_limit %u\n", kd->depth.limit);
@@ -1580,6 +1651,7 @@ static struct elevator_type kvbatch_sched = {
 		.init_hctx		= kvb_init_hctx,
 		.depth_updated		= kvb_depth_updated,
 		.limit_depth		= kvb_limit_depth,
+		.allow_merge		= kvb_allow_merge,
 		.bio_merge		= kvb_bio_merge,
 		.request_merge		= kvb_request_merge,
 		.request_merged		= kvb_request_merged,

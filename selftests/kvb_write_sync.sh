@@ -1,0 +1,172 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# Sync writes are never held with the deferred ones. While RT recall reads
+# keep demand in flight on a slow null_blk (two tags, 2 ms per request),
+# the flusher's async writes are deferred for up to write_expire_ms (5 s
+# here): async writes come from sync_file_range(SYNC_FILE_RANGE_WRITE),
+# which starts writeback of a range at once (WB_SYNC_NONE). Then:
+#
+# - a 4 KiB O_DIRECT write that starts where a deferred write ends would
+#   merge into it and wait with it: kvbatch refuses the bio merge, and the
+#   request merge at insert promotes the deferred request out of the write
+#   queue instead. The write must complete well inside write_expire_ms.
+# - with nr_requests 16 every write allocates from async_depth (12) tags;
+#   deferred writes may hold at most half of them, so a sync write to an
+#   unrelated place still finds a tag under a flood of IDLE-class O_DIRECT
+#   writes (deferred, and not throttled by writeback throttling, which
+#   keeps the flusher's own writes to a trickle beside reads).
+source "$(dirname "$0")/lib.sh"
+
+kvb_require_root
+kvb_require_cmd fio
+kvb_require_cmd dd
+kvb_require_cmd python3
+kvb_load || ktap_exit_skip "cannot load kvbatch"
+kvb_nullb_fresh submit_queues=1 hw_queue_depth=2 memory_backed=1 gb=1 \
+	irqmode=2 completion_nsec=2000000
+udevadm settle 2>/dev/null || true
+
+ktap_print_header
+ktap_set_plan 7
+
+dev=nullb0
+iosched=/sys/block/$dev/queue/iosched
+# The longest a sync write may take here (write_expire_ms is 5000).
+limit_ms=1500
+
+# async_write FILE OFFSET: FILE's bytes into the page cache of the disk
+# at OFFSET, then writeback of that range started without waiting: async
+# write requests, submitted by this process (in the background if the
+# pool has no tag for them).
+async_write() {
+	python3 - "/dev/$dev" "$1" "$2" <<'PY'
+import ctypes, os, sys
+SYNC_FILE_RANGE_WRITE = 2
+libc = ctypes.CDLL(None, use_errno=True)
+libc.sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64,
+                                 ctypes.c_int64, ctypes.c_uint]
+dev, src, off = sys.argv[1], sys.argv[2], int(sys.argv[3])
+data = open(src, 'rb').read()
+fd = os.open(dev, os.O_WRONLY)
+os.pwrite(fd, data, off)
+if libc.sync_file_range(fd, off, len(data), SYNC_FILE_RANGE_WRITE):
+    sys.exit('sync_file_range: ' + os.strerror(ctypes.get_errno()))
+os.close(fd)
+PY
+}
+
+# Deferred writes queued in kvbatch now.
+write_queued() {
+	awk '$1 == "write" { print $3 }' "/sys/kernel/debug/block/$dev/sched/tiers"
+}
+
+# wait_deferred N: until at least N writes are deferred (10 s at most).
+wait_deferred() {
+	local i
+
+	for i in $(seq 100); do
+		[ "$(write_queued)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# timed_write SEEK-4K-BLOCKS FILE: one O_DIRECT 4 KiB write of FILE; prints
+# how long it took, in ms.
+timed_write() {
+	local t0 t1
+
+	t0=$(date +%s%N)
+	dd if="$2" of=/dev/$dev bs=4k count=1 seek="$1" oflag=direct \
+		conv=notrunc status=none || return 1
+	t1=$(date +%s%N)
+	echo $(((t1 - t0) / 1000000))
+}
+
+# start_demand IODEPTH: two RT recall readers, IODEPTH each, keeping demand
+# in flight (the device has two tags) until stop_demand.
+start_demand() {
+	local before
+
+	before=$(kvb_io_count $dev)
+	fio --name=demand --filename=/dev/$dev --rw=randread --bs=4k \
+		--direct=1 --ioengine=libaio --iodepth="$1" --numjobs=2 \
+		--prioclass=1 --prio=0 --offset=512M --size=256M \
+		--time_based --runtime=60 \
+		--output=/dev/null >/dev/null 2>&1 &
+	demand=$!
+	kvb_wait_io $dev "$before"
+}
+
+stop_demand() {
+	kill "$demand" 2>/dev/null
+	wait "$demand" 2>/dev/null
+}
+
+kvb_set_sched $dev kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+echo 128 > /sys/block/$dev/queue/nr_requests
+echo 200 > $iosched/normal_expire_ms
+
+head -c 65536 /dev/urandom > "$KVB_SCRATCH/deferred.bin"
+head -c 4096 /dev/urandom > "$KVB_SCRATCH/sync.bin"
+start_demand 8 || log "demand did not start"
+
+# 64 KiB at 0: one async write request, deferred.
+async_write "$KVB_SCRATCH/deferred.bin" 0
+if wait_deferred 1; then
+	log "deferred: $(write_queued) writes"
+	ms=$(timed_write 16 "$KVB_SCRATCH/sync.bin") || ms=999999
+	log "sync write after the deferred one: $ms ms"
+	ktap_check "a sync write that extends a deferred write takes $ms ms (< $limit_ms)" \
+		test "$ms" -lt $limit_ms
+	ktap_check "the deferred write was promoted" \
+		test "$(kvb_stat $dev promoted)" -gt 0
+else
+	ktap_test_fail "no deferred write appeared"
+	ktap_test_fail "the deferred write was promoted"
+fi
+stop_demand
+sync
+verify_merge() {
+	dd if=/dev/$dev bs=4k count=16 iflag=direct status=none |
+		cmp -s - "$KVB_SCRATCH/deferred.bin" &&
+	dd if=/dev/$dev bs=4k skip=16 count=1 iflag=direct status=none |
+		cmp -s - "$KVB_SCRATCH/sync.bin"
+}
+ktap_check "both writes are on the device" verify_merge
+
+# A small pool: write_defer_max is held to half of async_depth.
+echo 16 > /sys/block/$dev/queue/nr_requests
+depth=/sys/kernel/debug/block/$dev/sched/depth
+async=$(awk '$1 == "async_depth" { print $2 }' $depth)
+wdm=$(awk '$1 == "write_defer_max" { print $2 }' $depth)
+log "nr_requests 16: async_depth $async, write_defer_max $(cat $iosched/write_defer_max) -> $wdm"
+ktap_check "write_defer_max $wdm is at most half of async_depth $async" \
+	test -n "$wdm" -a -n "$async" -a "$((2 * ${wdm:-999}))" -le "${async:-0}"
+ktap_check "the write_defer_max tunable still reads as written" \
+	test "$(cat $iosched/write_defer_max)" = 128
+
+# Demand takes 4 of the 16 tags, so the flood can take all 12 of
+# async_depth if it may.
+start_demand 2 || log "demand did not start"
+# The flood: IDLE-class writes, deferred up to the cap.
+fio --name=flood --filename=/dev/$dev --rw=randwrite --bs=4k --direct=1 \
+	--ioengine=libaio --iodepth=32 --prioclass=3 --offset=64M --size=64M \
+	--time_based --runtime=8 >/dev/null 2>&1 &
+flood=$!
+wait_deferred 1 || log "no write was deferred"
+sleep 0.5
+ms=$(timed_write $((900 << 8)) "$KVB_SCRATCH/sync.bin") || ms=999999
+log "sync write under the flood: $ms ms; $(write_queued) deferred"
+ktap_check "a sync write under a flood of deferred writes takes $ms ms (< $limit_ms)" \
+	test "$ms" -lt $limit_ms
+wait $flood
+stop_demand
+sync
+ktap_check "accounting balances (inserted = completed + merged)" \
+	kvb_balanced $dev
+
+kvb_set_sched $dev none
+kvb_nullb_teardown
+ktap_finished
