@@ -803,8 +803,11 @@ void kvp_depth_init(struct kvp_depth *d, u32 max)
 
 void kvp_depth_set_max(struct kvp_depth *d, u32 max)
 {
+	u32 old = d->max;
+
 	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
-	if (d->limit > d->max)
+	/* A limit at the old ceiling found nothing to trim: it follows. */
+	if (d->limit > d->max || d->limit == old)
 		d->limit = d->max;
 }
 

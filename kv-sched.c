@@ -1085,6 +1085,29 @@ static void kvb_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 						READ_ONCE(kd->async_depth));
 }
 
+/*
+ * The most requests the device can take at once, the automatic
+ * max_inflight's ceiling: its hardware tags, on every hardware queue
+ * unless they share one set, and no more than the scheduler's pool of
+ * @depth per queue (one pool, too, when the tags are shared). Dispatched
+ * past the hardware tags, a request would wait in blk-mq's own dispatch
+ * list, in arrival order, where kvbatch's order no longer applies.
+ */
+static u32 kvb_depth_ceiling(struct request_queue *q, unsigned int depth)
+{
+	struct blk_mq_tag_set *set = q->tag_set;
+	struct blk_mq_hw_ctx *hctx;
+	unsigned long i;
+	u32 nr = 0;
+
+	if (blk_mq_is_shared_tags(set->flags))
+		return min(depth, set->queue_depth);
+	/* Polled queues carry only polled I/O, which kvbatch never sees. */
+	queue_for_each_hw_ctx(q, hctx, i)
+		nr += hctx->type != HCTX_TYPE_POLL;
+	return min(depth, set->queue_depth) * max(nr, 1U);
+}
+
 /* Recompute what follows from the scheduler pool size. */
 static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
 {
@@ -1096,9 +1119,8 @@ static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
 		want = depth * 3 / 4;
 	WRITE_ONCE(kd->async_depth, clamp(want, 1U, max(depth, 1U)));
 
-	/* Every hardware context has a pool of nr_requests. */
 	spin_lock_irq(&kd->lock);
-	kvp_depth_set_max(&kd->depth, depth * q->nr_hw_queues);
+	kvp_depth_set_max(&kd->depth, kvb_depth_ceiling(q, depth));
 	kvb_apply_params(kd);
 	spin_unlock_irq(&kd->lock);
 
@@ -1194,7 +1216,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->ps->dev = q->disk ? disk_devt(q->disk) : 0;
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;
-	kvp_depth_init(&kd->depth, q->nr_requests * q->nr_hw_queues);
+	kvp_depth_init(&kd->depth, kvb_depth_ceiling(q, q->nr_requests));
 	spin_lock_irq(&kd->lock);
 	kvb_apply_params(kd);
 	spin_unlock_irq(&kd->lock);

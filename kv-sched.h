@@ -281,7 +281,10 @@ struct kvp_depth {
 #define KVP_DEPTH_BACKOFF_MAX	64U
 
 void kvp_depth_init(struct kvp_depth *d, u32 max);
-/* The host's ceiling changed (nr_requests); the limit is clamped to it. */
+/*
+ * The host's ceiling changed (nr_requests): the limit is clamped to it, or
+ * follows it if it was at the old one.
+ */
 void kvp_depth_set_max(struct kvp_depth *d, u32 max);
 /* A scheduled request entered the device; @inflight counts it already. */
 void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);

@@ -534,6 +534,16 @@ static bool test_bounds(void)
 	EXPECT(d.limit == KVP_DEPTH_MIN,
 	       "ceiling 2: limit %u, expected the minimum %u", d.limit,
 	       KVP_DEPTH_MIN);
+
+	/* A raised ceiling (nr_requests grew): a limit at the old one follows. */
+	kvp_depth_init(&d, 8);
+	kvp_depth_set_max(&d, 64);
+	EXPECT(d.limit == 64, "limit %u at the old ceiling 8 did not follow it to 64",
+	       d.limit);
+	d.limit = 20;
+	kvp_depth_set_max(&d, 128);
+	EXPECT(d.limit == 20, "a trimmed limit moved from 20 to %u with the ceiling",
+	       d.limit);
 	return true;
 }
 
