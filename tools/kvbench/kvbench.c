@@ -38,7 +38,7 @@
 #include <unistd.h>
 
 #define MAX_SIZES	16
-#define MAX_DEPTH	4096
+#define MAX_DEPTH	16384
 
 #define IOPRIO_CLASS_SHIFT	13
 #define IOPRIO_HINT_SHIFT	3
