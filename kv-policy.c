@@ -828,6 +828,7 @@ static void kvp_depth_window_reset(struct kvp_depth *d)
 	d->min_ns = 0;
 	d->done = 0;
 	d->bound = 0;
+	d->peak = 0;
 }
 
 /*
@@ -838,6 +839,8 @@ static void kvp_depth_window_reset(struct kvp_depth *d)
  */
 void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now)
 {
+	if (inflight > d->peak)
+		d->peak = inflight;
 	if (inflight != 1 || d->busy_since)
 		return;
 	if (d->idle_since && now > d->idle_since &&
@@ -855,7 +858,13 @@ static void kvp_depth_try(struct kvp_depth *d, enum kvp_depth_trial trial,
 	d->trial = trial;
 	d->trial_from = d->limit;
 	d->trial_rate = rate;
+	d->trial_mean = d->ref_mean;
 	d->limit = limit;
+	/*
+	 * The requests in flight now were dispatched under the old limit
+	 * and leave first: the trial's window starts after them.
+	 */
+	d->settle = d->peak > d->trial_from ? d->trial_from : d->peak;
 }
 
 /*
@@ -863,13 +872,14 @@ static void kvp_depth_try(struct kvp_depth *d, enum kvp_depth_trial trial,
  * longer (4, 8, ... windows) before the next trial of its kind.
  */
 static void kvp_depth_verdict(struct kvp_depth *d, bool keep, u64 rate,
-			      u64 *kept, u32 *wait, u32 *backoff)
+			      u64 mean, u64 *kept, u32 *wait, u32 *backoff)
 {
 	d->trial = KVP_TRIAL_NONE;
 	if (keep) {
 		*backoff = 0;
 		(*kept)++;
 		d->ref_rate = rate;
+		d->ref_mean = mean;
 		return;
 	}
 	d->limit = d->trial_from;
@@ -883,14 +893,15 @@ static void kvp_depth_verdict(struct kvp_depth *d, bool keep, u64 rate,
 /*
  * One window's verdict. @rate is completions per second of busy time,
  * @mean the mean service time, @bound whether the limit held work back
- * for at least a quarter of the completions.
+ * for at least a quarter of the completions, @full for three quarters,
+ * @peak the most requests in flight.
  */
 static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean,
-			     bool bound)
+			     bool bound, bool full, u32 peak)
 {
 	u64 base = d->base_ns;
 	bool idle_units;
-	u32 step, floor;
+	u32 step, floor, from;
 	u64 need;
 
 	/*
@@ -901,16 +912,35 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean,
 	if (d->trial == KVP_TRIAL_UP) {
 		/* Deeper must buy at least 1/32 more throughput. */
 		kvp_depth_verdict(d, rate * 32 >= d->trial_rate * 33, rate,
-				  &d->grows, &d->wait_up, &d->backoff_up);
+				  mean, &d->grows, &d->wait_up, &d->backoff_up);
 		return;
 	}
 	if (d->trial == KVP_TRIAL_DOWN) {
-		/* Shallower may cost at most 1/64 of the throughput. */
-		kvp_depth_verdict(d, rate * 64 >= d->trial_rate * 63, rate,
+		/*
+		 * Shallower must show that depth was hurting: a service time
+		 * at least 1/16 shorter (the requests no longer wait inside
+		 * the device, they wait in kvbatch, where order applies), at
+		 * a cost of at most 1/64 of the throughput. A device whose
+		 * service time does not depend on depth (free parallel
+		 * units, or a host that is slower than the device) keeps its
+		 * depth: a hold there only adds a queue run to the wait.
+		 *
+		 * With the limit full all the window, Little's law gives the
+		 * throughput as limit / mean service time, from every
+		 * request's own time; counting completions over the window
+		 * is off by up to a generation of requests in flight when
+		 * they complete in waves.
+		 */
+		if (full)
+			rate = div64_u64((u64)d->limit * NSEC_PER_SEC,
+					 mean ? mean : 1);
+		kvp_depth_verdict(d, rate * 64 >= d->trial_rate * 63 &&
+				  mean * 16 <= d->trial_mean * 15, rate, mean,
 				  &d->shrinks, &d->wait_down, &d->backoff_down);
 		return;
 	}
 	d->ref_rate = d->ref_rate ? (3 * d->ref_rate + rate) / 4 : rate;
+	d->ref_mean = d->ref_mean ? (3 * d->ref_mean + mean) / 4 : mean;
 	rate = d->ref_rate;
 	if (d->wait_up)
 		d->wait_up--;
@@ -934,12 +964,18 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean,
 	 * throughput needs at the fastest service time seen.
 	 */
 	if (!d->wait_down && !idle_units) {
+		/*
+		 * From the depth actually used: under a limit that did not
+		 * bind, a trial a quarter below the limit would change
+		 * nothing and show nothing.
+		 */
+		from = peak && peak < d->limit ? peak : d->limit;
 		need = div64_u64(rate * d->floor_ns, NSEC_PER_SEC) + 1;
 		floor = need < d->max ? need : d->max;
 		if (floor < KVP_DEPTH_MIN)
 			floor = KVP_DEPTH_MIN;
-		if (d->limit * 3 / 4 > floor)
-			floor = d->limit * 3 / 4;
+		if (from * 3 / 4 > floor)
+			floor = from * 3 / 4;
 		if (floor < d->limit) {
 			kvp_depth_try(d, KVP_TRIAL_DOWN, floor, rate);
 			return;
@@ -974,6 +1010,17 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	u32 old = d->limit;
 	u64 busy, rate, mean;
 
+	if (d->settle) {
+		d->settle--;
+		if (d->settle && inflight)
+			return false;
+		d->settle = 0;
+		kvp_depth_window_reset(d);
+		d->busy_since = inflight ? (now ? now : 1) : 0;
+		if (!inflight)
+			d->idle_since = now;
+		return false;
+	}
 	if (lat_ns) {
 		if (!d->min_ns || lat_ns < d->min_ns)
 			d->min_ns = lat_ns;
@@ -1003,7 +1050,8 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		d->floor_ns = d->min_ns;
 	else
 		d->floor_ns += (d->min_ns - d->floor_ns) / 256;
-	kvp_depth_decide(d, rate, mean, d->bound * 4 >= d->done);
+	kvp_depth_decide(d, rate, mean, d->bound * 4 >= d->done,
+			 d->bound * 4 >= d->done * 3, d->peak);
 
 	/*
 	 * The unloaded service time: the lowest window mean, which rises

@@ -257,12 +257,16 @@ struct kvp_depth {
 	u64	min_ns;		/* shortest service time */
 	u32	done;		/* completions */
 	u32	bound;		/* completions that found the limit binding */
+	u32	peak;		/* most requests in flight */
+	u32	settle;		/* completions to pass before a trial counts */
 
 	/* A trial in progress, and the back-off after failed ones. */
 	u8	trial;
 	u32	trial_from;	/* limit before the trial */
 	u64	trial_rate;	/* completions per second before it */
+	u64	trial_mean;	/* mean service time before it */
 	u64	ref_rate;	/* smoothed throughput at the current limit */
+	u64	ref_mean;	/* smoothed service time at the current limit */
 	u32	wait_up, wait_down;	/* windows until the next trial */
 	u32	backoff_up, backoff_down;
 
