@@ -39,9 +39,9 @@
 #ifdef __KERNEL__
 #include "kv_trace.h"
 #else
-#define trace_kvbatch_batch_open(dev, key, tier, seq) do { } while (0)
-#define trace_kvbatch_batch_close(dev, key, tier, seq, n, bytes, dur) \
-	do { } while (0)
+/* Outside the kernel there are no tracepoints. */
+#define trace_kvbatch_batch_open(...)	do { } while (0)
+#define trace_kvbatch_batch_close(...)	do { } while (0)
 #endif
 
 const char *const kvb_tier_names[KVB_NR_TIERS] = {
@@ -61,26 +61,14 @@ const char *const kvb_reason_names[KVB_NR_REASONS] = {
 };
 
 /*
- * The elevator's sysfs tunables, here rather than in kv-sched.c so that the
- * simulator (tools/kvsim) starts from the module's defaults and accepts the
- * same ranges.
+ * The tunables' names and ranges (the list is kv-tunables.h), here rather
+ * than in kv-sched.c so that the simulator (tools/kvsim) starts from the
+ * module's defaults and accepts the same ranges.
  */
+#define KVB_TUNABLE(id, n, d, lo, hi)					\
+	[KVB_##id] = { #n, d, lo, hi },
 const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
-	/*			   name			  default min	max */
-	[KVB_DEMAND_EXPIRE_MS]	= { "demand_expire_ms",	  250,	1,	60000 },
-	[KVB_NORMAL_EXPIRE_MS]	= { "normal_expire_ms",	  500,	1,	60000 },
-	[KVB_PREFETCH_EXPIRE_MS] = { "prefetch_expire_ms", 2000,	1,	600000 },
-	[KVB_WRITE_EXPIRE_MS]	= { "write_expire_ms",	  5000,	1,	600000 },
-	[KVB_WRITE_BATCH]	= { "write_batch",	  16,	1,	256 },
-	[KVB_WRITE_DEFER_MAX]	= { "write_defer_max",	  128,	1,	4096 },
-	[KVB_BATCH_WINDOW_US]	= { "batch_window_us",	  0,	0,	1000000 },
-	[KVB_MAX_INFLIGHT]	= { "max_inflight",	  0,	0,	4096 },
-	[KVB_FRONT_MERGES]	= { "front_merges",	  1,	0,	1 },
-	[KVB_ASYNC_DEPTH]	= { "async_depth",	  0,	0,	65536 },
-	[KVB_BATCH_KEY]		= { "batch_key",	  KVB_KEY_CGROUP_IOPRIO,
-				    0, KVB_NR_KEY_MODES - 1 },
-	[KVB_NORMAL_SHARE_PCT]	= { "normal_share_pct",	  0,	0,	50 },
-	[KVB_PREFETCH_SHARE_PCT] = { "prefetch_share_pct", 5,	0,	50 },
+#include "kv-tunables.h"
 };
 
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };

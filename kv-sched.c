@@ -1349,69 +1349,27 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	return count;
 }
 
-#define KVB_SHOW(__name, __t)						\
-static ssize_t kvb_##__name##_show(struct elevator_queue *e, char *page) \
+/* One show and one store per tunable (the list is kv-tunables.h). */
+#define KVB_TUNABLE(id, n, ...)						\
+static ssize_t kvb_##n##_show(struct elevator_queue *e, char *page)	\
 {									\
-	return kvb_tunable_show(e, page, __t);				\
+	return kvb_tunable_show(e, page, KVB_##id);			\
+}									\
+static ssize_t kvb_##n##_store(struct elevator_queue *e,		\
+			       const char *page, size_t count)		\
+{									\
+	return kvb_tunable_store(e, page, count, KVB_##id);		\
 }
 
-KVB_SHOW(demand_expire_ms, KVB_DEMAND_EXPIRE_MS);
-KVB_SHOW(normal_expire_ms, KVB_NORMAL_EXPIRE_MS);
-KVB_SHOW(prefetch_expire_ms, KVB_PREFETCH_EXPIRE_MS);
-KVB_SHOW(write_expire_ms, KVB_WRITE_EXPIRE_MS);
-KVB_SHOW(write_batch, KVB_WRITE_BATCH);
-KVB_SHOW(write_defer_max, KVB_WRITE_DEFER_MAX);
-KVB_SHOW(batch_window_us, KVB_BATCH_WINDOW_US);
-KVB_SHOW(max_inflight, KVB_MAX_INFLIGHT);
-KVB_SHOW(front_merges, KVB_FRONT_MERGES);
-KVB_SHOW(async_depth, KVB_ASYNC_DEPTH);
-KVB_SHOW(batch_key, KVB_BATCH_KEY);
-KVB_SHOW(normal_share_pct, KVB_NORMAL_SHARE_PCT);
-KVB_SHOW(prefetch_share_pct, KVB_PREFETCH_SHARE_PCT);
-#undef KVB_SHOW
+#include "kv-tunables.h"
 
-#define KVB_STORE(__name, __t)						\
-static ssize_t kvb_##__name##_store(struct elevator_queue *e,		\
-				    const char *page, size_t count)	\
-{									\
-	return kvb_tunable_store(e, page, count, __t);			\
-}
+#define KVB_TUNABLE(id, n, ...)						\
+	[KVB_##id] = __ATTR(n, 0644, kvb_##n##_show, kvb_##n##_store),
 
-KVB_STORE(demand_expire_ms, KVB_DEMAND_EXPIRE_MS);
-KVB_STORE(normal_expire_ms, KVB_NORMAL_EXPIRE_MS);
-KVB_STORE(prefetch_expire_ms, KVB_PREFETCH_EXPIRE_MS);
-KVB_STORE(write_expire_ms, KVB_WRITE_EXPIRE_MS);
-KVB_STORE(write_batch, KVB_WRITE_BATCH);
-KVB_STORE(write_defer_max, KVB_WRITE_DEFER_MAX);
-KVB_STORE(batch_window_us, KVB_BATCH_WINDOW_US);
-KVB_STORE(max_inflight, KVB_MAX_INFLIGHT);
-KVB_STORE(front_merges, KVB_FRONT_MERGES);
-KVB_STORE(async_depth, KVB_ASYNC_DEPTH);
-KVB_STORE(batch_key, KVB_BATCH_KEY);
-KVB_STORE(normal_share_pct, KVB_NORMAL_SHARE_PCT);
-KVB_STORE(prefetch_share_pct, KVB_PREFETCH_SHARE_PCT);
-#undef KVB_STORE
-
-#define KVB_ATTR(name) __ATTR(name, 0644, kvb_##name##_show, kvb_##name##_store)
-
-static struct elv_fs_entry kvb_attrs[] = {
-	KVB_ATTR(demand_expire_ms),
-	KVB_ATTR(normal_expire_ms),
-	KVB_ATTR(prefetch_expire_ms),
-	KVB_ATTR(write_expire_ms),
-	KVB_ATTR(write_batch),
-	KVB_ATTR(write_defer_max),
-	KVB_ATTR(batch_window_us),
-	KVB_ATTR(max_inflight),
-	KVB_ATTR(front_merges),
-	KVB_ATTR(async_depth),
-	KVB_ATTR(batch_key),
-	KVB_ATTR(normal_share_pct),
-	KVB_ATTR(prefetch_share_pct),
-	__ATTR_NULL
+static struct elv_fs_entry kvb_attrs[KVB_NR_TUNABLES + 1] = {
+#include "kv-tunables.h"
+	[KVB_NR_TUNABLES] = __ATTR_NULL
 };
-
-#undef KVB_ATTR
 
 #ifdef CONFIG_BLK_DEBUG_FS
 static int kvb_dispatch_show(void *data, struct seq_file *m)

@@ -23,27 +23,10 @@
 #define KVB_NAME	"kvbatch"
 #define KVB_VERSION	"0.2.0"
 
-/*
- * Tunables, exported in /sys/block/<dev>/queue/iosched/ under the names in
- * kvb_tunables[] (kv-policy.c), which also gives each one's default, minimum
- * and maximum. A store outside the range fails with -EINVAL and changes
- * nothing. The unit is part of the name. Documentation/kvbatch.rst carries
- * the same table with the trade-offs.
- */
+/* The tunables (the list is kv-tunables.h): KVB_<NAME> indexes them. */
+#define KVB_TUNABLE(id, ...)	KVB_##id,
 enum kvb_tunable {
-	KVB_DEMAND_EXPIRE_MS,
-	KVB_NORMAL_EXPIRE_MS,
-	KVB_PREFETCH_EXPIRE_MS,
-	KVB_WRITE_EXPIRE_MS,
-	KVB_WRITE_BATCH,
-	KVB_WRITE_DEFER_MAX,
-	KVB_BATCH_WINDOW_US,
-	KVB_MAX_INFLIGHT,
-	KVB_FRONT_MERGES,
-	KVB_ASYNC_DEPTH,
-	KVB_BATCH_KEY,
-	KVB_NORMAL_SHARE_PCT,
-	KVB_PREFETCH_SHARE_PCT,
+#include "kv-tunables.h"
 	KVB_NR_TUNABLES
 };
 
