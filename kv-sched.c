@@ -12,13 +12,18 @@
  * Locking: one spinlock per device (kvb_data.lock) protects everything,
  * including the core. It is taken with interrupts disabled because
  * finish_request() runs from the driver's completion context, which may be
- * a hard interrupt (null_blk's timer mode, many NVMe drivers). A completion
- * while nothing waits in kvbatch does not take it: it is recorded in a
- * per-CPU buffer (kvb_pcpu, with its own lock, taken inside the device
- * lock by the drain) and applied by the next holder of the device lock.
+ * a hard interrupt (null_blk's timer mode, many NVMe drivers). Most
+ * completions do not take it: they are recorded in a per-CPU buffer
+ * (kvb_pcpu, with its own lock, taken inside the device lock by the drain)
+ * and applied by the next holder of the device lock. Only a completion that
+ * may have to run the queue takes it: the last one in flight, the one that
+ * makes room for work held back by max_inflight, and any while deferred
+ * writes wait for the end of demand (kvb_finish_request()).
  *
  * See Documentation/kvbatch.rst.
  */
+#define pr_fmt(fmt)	KBUILD_MODNAME ": " fmt
+
 #include <linux/kernel.h>
 #include <linux/module.h>
 #include <linux/init.h>
@@ -1129,7 +1134,7 @@ static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
 	 * when the pool is too small for reordering to matter.
 	 */
 	if (depth < KVB_MIN_REORDER_DEPTH && !kd->small_pool) {
-		pr_warn("kvbatch: %s: nr_requests %u leaves little to reorder; raise it: echo 1024 > /sys/block/%s/queue/nr_requests\n",
+		pr_warn("%s: nr_requests %u leaves little to reorder; raise it: echo 1024 > /sys/block/%s/queue/nr_requests\n",
 			q->disk ? q->disk->disk_name : "?", depth,
 			q->disk ? q->disk->disk_name : "<disk>");
 	}
@@ -1657,7 +1662,7 @@ MODULE_ALIAS("kvbatch-iosched");
 static int __init kvbatch_init(void)
 {
 	if (max_batches < 16 || max_batches > 65536) {
-		pr_err("kvbatch: max_batches must be 16..65536\n");
+		pr_err("max_batches must be 16..65536\n");
 		return -EINVAL;
 	}
 	return elv_register(&kvbatch_sched);
