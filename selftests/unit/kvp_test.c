@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "kv-rand.h"
 #include "kvsim-core.h"
 #include "tap.h"
 
@@ -838,20 +839,17 @@ static bool test_least_work(void)
 
 /* ---- e. starvation bounds ---------------------------------------------- */
 
+/* Fixed seeds: identical traces everywhere. */
 static u64 rng_state;
 
 static u32 rnd(void)
 {
-	/* xorshift64*: fixed seeds, identical traces everywhere. */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (u32)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
+	return kv_rand32(&rng_state);
 }
 
 static u32 rnd_in(u32 lo, u32 hi)
 {
-	return lo + rnd() % (hi - lo + 1);
+	return kv_rand_in(&rng_state, lo, hi);
 }
 
 static bool test_starvation(void)

@@ -37,6 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* tools/include, found from this file's directory. */
+#include "../include/kv-rand.h"
+
 #define MAX_SIZES	16
 #define MAX_DEPTH	16384
 
@@ -154,29 +157,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* xorshift64*: deterministic with --seed. */
-static uint64_t rnd_next(uint64_t *st)
-{
-	*st ^= *st >> 12;
-	*st ^= *st << 25;
-	*st ^= *st >> 27;
-	return *st * 0x2545f4914f6cdd1dULL;
-}
-
+/* Offsets: deterministic with --seed. */
 static uint64_t rnd(void)
 {
-	return rnd_next(&rng_io);
-}
-
-static double rnd_unit_of(uint64_t *st)
-{
-	return (rnd_next(st) >> 11) * (1.0 / 9007199254740992.0);
+	return kv_rand64(&rng_io);
 }
 
 /* Exponential with the given mean, in ns. */
 static uint64_t rnd_exp_ns(uint64_t *st, double mean_s)
 {
-	return (uint64_t)(-log(1 - rnd_unit_of(st)) * mean_s * 1e9);
+	return (uint64_t)(-log(1 - kv_rand_unit(st)) * mean_s * 1e9);
 }
 
 static unsigned long parse_num(const char *s, const char *what,
@@ -697,7 +687,7 @@ int main(int argc, char **argv)
 		streams[i].rng = (o.seed + 1) * 0xd1b54a32d192ed03ULL + i * 0x94d049bb133111ebULL + 1;
 		/* Spread the streams' first batches over one think time. */
 		streams[i].next_ns = start + (o.think_ms > 0 ?
-			(uint64_t)(rnd_unit_of(&streams[i].rng) * o.think_ms * 1e6) : 0);
+			(uint64_t)(kv_rand_unit(&streams[i].rng) * o.think_ms * 1e6) : 0);
 	}
 	refill(b, start);
 	for (;;) {
@@ -711,7 +701,7 @@ int main(int argc, char **argv)
 			struct batch *bt = new_batch();
 
 			bt->stream = -1;
-			bt->size_idx = rnd_next(&rng_trace) % o.nr_sizes;
+			bt->size_idx = kv_rand64(&rng_trace) % o.nr_sizes;
 			bt->size = o.sizes[bt->size_idx];
 			submit_batch(b, bt, next_arrival);
 			open_batches++;
@@ -725,7 +715,7 @@ int main(int argc, char **argv)
 				struct batch *bt = new_batch();
 
 				bt->stream = i;
-				bt->size_idx = rnd_next(&st->rng) % o.nr_sizes;
+				bt->size_idx = kv_rand64(&st->rng) % o.nr_sizes;
 				bt->size = o.sizes[bt->size_idx];
 				submit_batch(b, bt, t);
 				open_batches++;

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "kv-rand.h"
 #include "kvsim-trace.h"
 
 const char *const kvsim_class_names[KVSIM_NR_CLASSES] = {
@@ -630,20 +631,17 @@ int kvsim_load_file(struct kvsim_trace *t, const char *path, char *err,
 
 /* ---- random traces ---------------------------------------------------- */
 
+/* The same trace for a seed on every machine. */
 static u64 kvsim_rng;
 
 static u32 kvsim_rnd(void)
 {
-	/* xorshift64*: the same trace for a seed on every machine. */
-	kvsim_rng ^= kvsim_rng >> 12;
-	kvsim_rng ^= kvsim_rng << 25;
-	kvsim_rng ^= kvsim_rng >> 27;
-	return (u32)((kvsim_rng * 0x2545f4914f6cdd1dULL) >> 32);
+	return kv_rand32(&kvsim_rng);
 }
 
 static u32 kvsim_rnd_in(u32 lo, u32 hi)
 {
-	return lo + kvsim_rnd() % (hi - lo + 1);
+	return kv_rand_in(&kvsim_rng, lo, hi);
 }
 
 static int kvsim_rand_rq(struct kvsim_trace *t, u64 ts, const char *name,
