@@ -45,10 +45,10 @@
 
 /* ---- traces ----------------------------------------------------------- */
 
-#define IOP_RT		KVS_IOPRIO(KVS_CLASS_RT, 0, 4)
-#define IOP_BE		KVS_IOPRIO(KVS_CLASS_BE, 0, 4)
-#define IOP_BE_HINT	KVS_IOPRIO(KVS_CLASS_BE, 1, 4)
-#define IOP_IDLE	KVS_IOPRIO(KVS_CLASS_IDLE, 0, 7)
+#define IOP_RT		KV_IOPRIO(KV_IOPRIO_CLASS_RT, 0, 4)
+#define IOP_BE		KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 4)
+#define IOP_BE_HINT	KV_IOPRIO(KV_IOPRIO_CLASS_BE, 1, 4)
+#define IOP_IDLE	KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 0, 7)
 
 /* A sync read of 8 sectors on @die. */
 static struct kvs_req rd(u64 t, u64 key, u16 ioprio, int die, u64 svc)
@@ -918,8 +918,8 @@ static bool test_starvation(void)
 /* ---- f. randomized traces ---------------------------------------------- */
 
 static const u16 rnd_prios[] = {
-	IOP_RT, IOP_BE, IOP_BE_HINT, IOP_IDLE, KVS_IOPRIO(0, 0, 0),
-	KVS_IOPRIO(KVS_CLASS_BE, 0, 0),
+	IOP_RT, IOP_BE, IOP_BE_HINT, IOP_IDLE, KV_IOPRIO(0, 0, 0),
+	KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 0),
 };
 
 /* A random trace and configuration; returns the number of requests. */
@@ -1573,14 +1573,14 @@ static bool test_tiers(void)
 	} m[] = {
 		{ IOP_RT, false, true, KVB_TIER_DEMAND, "RT read" },
 		{ IOP_BE_HINT, false, true, KVB_TIER_DEMAND, "BE+hint read" },
-		{ KVS_IOPRIO(0, 3, 0), false, true, KVB_TIER_DEMAND,
+		{ KV_IOPRIO(0, 3, 0), false, true, KVB_TIER_DEMAND,
 		  "NONE+hint read" },
 		{ IOP_BE, false, true, KVB_TIER_NORMAL, "BE read" },
-		{ KVS_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
+		{ KV_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
 		  "NONE read" },
 		{ IOP_IDLE, false, true, KVB_TIER_PREFETCH, "IDLE read" },
 		/* kv-sched.h: IDLE -> PREFETCH; hints lift BE only. */
-		{ KVS_IOPRIO(KVS_CLASS_IDLE, 1, 7), false, true,
+		{ KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 1, 7), false, true,
 		  KVB_TIER_PREFETCH, "IDLE+hint read" },
 		{ IOP_BE, true, false, KVB_TIER_WRITE, "async write" },
 		{ IOP_RT, true, false, KVB_TIER_WRITE, "async RT write" },

@@ -38,18 +38,11 @@
 #include <unistd.h>
 
 /* tools/include, found from this file's directory. */
+#include "../include/kv-ioprio.h"
 #include "../include/kv-rand.h"
 
 #define MAX_SIZES	16
 #define MAX_DEPTH	16384
-
-#define IOPRIO_CLASS_SHIFT	13
-#define IOPRIO_HINT_SHIFT	3
-#define IOPRIO_RT		1
-#define IOPRIO_BE		2
-#define IOPRIO_IDLE		3
-#define MKPRIO(c, h, l)	((uint16_t)(((c) << IOPRIO_CLASS_SHIFT) | \
-				    ((h) << IOPRIO_HINT_SHIFT) | (l)))
 
 enum role { R_DEMAND, R_FOREIGN, R_PREFETCH, R_WRITE, NR_ROLES };
 static const char *const role_names[NR_ROLES] = {
@@ -331,17 +324,17 @@ static void prep(struct bench *b, enum role role, struct batch *batch,
 static uint16_t demand_prio(struct bench *b)
 {
 	/* A distinct hint per batch, so each is its own batch stream. */
-	unsigned int hint = 1 + (b->next_hint++ % 1023);
+	unsigned int hint = 1 + (b->next_hint++ % KV_IOPRIO_HINT_MAX);
 
 	switch (o.tag) {
 	case TAG_RT:
-		return MKPRIO(IOPRIO_RT, hint, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_RT, hint, 0);
 	case TAG_BE:
-		return MKPRIO(IOPRIO_BE, 0, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 0);
 	case TAG_NONE:
 		return 0;
 	default:
-		return MKPRIO(IOPRIO_BE, hint, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0);
 	}
 }
 
@@ -350,7 +343,7 @@ static uint16_t role_prio(enum role role)
 	switch (role) {
 	case R_PREFETCH:
 	case R_WRITE:
-		return MKPRIO(IOPRIO_IDLE, 0, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 0, 0);
 	default:
 		return 0;
 	}
