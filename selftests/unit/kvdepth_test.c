@@ -540,16 +540,11 @@ static bool test_bounds(void)
 	return true;
 }
 
-int main(void)
-{
-	static const struct tap_test tests[] = {
-		{ test_steady, "depth: steady load keeps throughput and the queue" },
-		{ test_bursty, "depth: bursts with idle gaps keep throughput" },
-		{ test_host_bound, "depth: a host-bound device keeps its throughput" },
-		{ test_clock_order, "depth: a clock read out of order" },
-		{ test_idle_gap, "depth: idle time does not shrink the limit" },
-		{ test_bounds, "depth: the limit stays within its bounds" },
-	};
-
-	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
-}
+TAP_MAIN(
+	{ test_steady, "depth: steady load keeps throughput and the queue" },
+	{ test_bursty, "depth: bursts with idle gaps keep throughput" },
+	{ test_host_bound, "depth: a host-bound device keeps its throughput" },
+	{ test_clock_order, "depth: a clock read out of order" },
+	{ test_idle_gap, "depth: idle time does not shrink the limit" },
+	{ test_bounds, "depth: the limit stays within its bounds" }
+)

@@ -1675,32 +1675,27 @@ static bool test_defer_max_and_hold(void)
 	return true;
 }
 
-int main(void)
-{
-	static const struct tap_test tests[] = {
-		{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
-		{ test_seed_prefetch, "seed 2: demand vs prefetch" },
-		{ test_seed_gc, "seed 3: writes held during a recall" },
-		{ test_seed_gc_defer_max,
-		  "seed 3: write_defer_max releases writes early" },
-		{ test_least_work, "least remaining work first" },
-		{ test_starvation, "starvation bounds under a demand flood" },
-		{ test_random, "200 randomized traces, invariants per event" },
-		{ test_overflow, "pool overflow and reuse" },
-		{ test_lifetime, "batch lifetime and histogram" },
-		{ test_window, "batch window joins and reopens" },
-		{ test_window_clock_order, "batch window with clock readings out of order" },
-		{ test_max_inflight, "max_inflight bounds the device" },
-		{ test_requeue_merge, "requeue and merged-away requests" },
-		{ test_merge_burst,
-		  "write merged away mid-burst keeps later writes deferred" },
-		{ test_merge_head,
-		  "a batch receiving older data by a merge ages from it" },
-		{ test_tiers, "tier of each ioprio class and direction" },
-		{ test_share, "normal and prefetch shares under a demand backlog" },
-		{ test_defer_max_and_hold,
-		  "write_defer_max with demand queued; held agrees with choose" },
-	};
-
-	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
-}
+TAP_MAIN(
+	{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
+	{ test_seed_prefetch, "seed 2: demand vs prefetch" },
+	{ test_seed_gc, "seed 3: writes held during a recall" },
+	{ test_seed_gc_defer_max,
+	  "seed 3: write_defer_max releases writes early" },
+	{ test_least_work, "least remaining work first" },
+	{ test_starvation, "starvation bounds under a demand flood" },
+	{ test_random, "200 randomized traces, invariants per event" },
+	{ test_overflow, "pool overflow and reuse" },
+	{ test_lifetime, "batch lifetime and histogram" },
+	{ test_window, "batch window joins and reopens" },
+	{ test_window_clock_order, "batch window with clock readings out of order" },
+	{ test_max_inflight, "max_inflight bounds the device" },
+	{ test_requeue_merge, "requeue and merged-away requests" },
+	{ test_merge_burst,
+	  "write merged away mid-burst keeps later writes deferred" },
+	{ test_merge_head,
+	  "a batch receiving older data by a merge ages from it" },
+	{ test_tiers, "tier of each ioprio class and direction" },
+	{ test_share, "normal and prefetch shares under a demand backlog" },
+	{ test_defer_max_and_hold,
+	  "write_defer_max with demand queued; held agrees with choose" }
+)
