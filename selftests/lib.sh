@@ -5,78 +5,18 @@
 # checks with ktap_* and ends with ktap_finished. Conventions follow
 # tools/testing/selftests: KTAP output, exit 0 pass, 1 fail, 4 skip.
 
-KSFT_PASS=0
-KSFT_FAIL=1
-KSFT_SKIP=4
+# shellcheck source=selftests/ktap_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ktap_helpers.sh"
 
 KVB_ROOT=${KVB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 KVB_KREL=${KVB_KREL:-$(uname -r)}
 KVB_KO=${KVB_KO:-$KVB_ROOT/build/$KVB_KREL/kvbatch.ko}
 # fio writes verify state and scratch files into the working directory.
 KVB_SCRATCH=${KVB_SCRATCH:-$(mktemp -d /tmp/kvb-test.XXXXXX)}
-
-_ktap_planned=0
-_ktap_n=0
-_ktap_pass=0
-_ktap_fail=0
-_ktap_skip=0
-
-ktap_print_header() {
-	echo "TAP version 13"
-}
-
-ktap_set_plan() {
-	_ktap_planned=$1
-	echo "1..$1"
-}
-
-ktap_test_pass() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_pass=$((_ktap_pass + 1))
-	echo "ok $_ktap_n $*"
-}
-
-ktap_test_fail() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_fail=$((_ktap_fail + 1))
-	echo "not ok $_ktap_n $*"
-}
-
-ktap_test_skip() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_skip=$((_ktap_skip + 1))
-	echo "ok $_ktap_n # SKIP $*"
-}
-
-# ktap_check DESCRIPTION COMMAND...: one test point from a command's status.
-ktap_check() {
-	local desc=$1
-
-	shift
-	if "$@"; then
-		ktap_test_pass "$desc"
-	else
-		ktap_test_fail "$desc"
-	fi
-}
-
-ktap_exit_skip() {
-	echo "ok 1 # SKIP $*"
-	exit $KSFT_SKIP
-}
-
-ktap_finished() {
-	if [ "$_ktap_planned" -ne "$_ktap_n" ]; then
-		echo "# planned $_ktap_planned test points, ran $_ktap_n"
-		_ktap_fail=$((_ktap_fail + 1))
-	fi
-	echo "# totals: pass:$_ktap_pass fail:$_ktap_fail skip:$_ktap_skip"
-	rm -rf "$KVB_SCRATCH"
-	[ "$_ktap_fail" -eq 0 ] || exit $KSFT_FAIL
-	# Nothing ran: the program is a skip, not a pass.
-	[ "$_ktap_pass" -eq 0 ] && [ "$_ktap_skip" -gt 0 ] && exit $KSFT_SKIP
-	exit $KSFT_PASS
-}
+trap 'rm -rf "$KVB_SCRATCH"' EXIT
 
 log() {
-	echo "# $*"
+	ktap_print_msg "$@"
 }
 
 # Skip the whole test, with the reason, unless we are root in a guest that
