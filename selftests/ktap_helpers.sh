@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 #
 # ktap_helpers.sh: the one TAP emitter of the shell tests, after the
 # kernel's tools/testing/selftests/kselftest/ktap_helpers.sh. Sourced by

@@ -15,8 +15,8 @@ source "$(dirname "$0")/lib.sh"
 
 RUNTIME=${RUNTIME:-8}
 DBG=/sys/kernel/debug
-NULLB_BASE=(nr_devices=1 queue_mode=2 submit_queues=2 hw_queue_depth=8
-	    memory_backed=1 gb=1 irqmode=2 completion_nsec=50000)
+NULLB_BASE=(submit_queues=2 hw_queue_depth=8 memory_backed=1 gb=1 irqmode=2
+	    completion_nsec=50000)
 
 kvb_require_root
 kvb_require_cmd fio jq
@@ -45,9 +45,7 @@ fault_attr() {
 }
 
 nullb_up() {
-	modprobe null_blk "${NULLB_BASE[@]}" "$@" || return 1
-	udevadm settle 2>/dev/null || true
-	[ -b /dev/nullb0 ] && kvb_set_sched nullb0 kvbatch &&
+	kvb_nullb_load "${NULLB_BASE[@]}" "$@" && kvb_set_sched nullb0 kvbatch &&
 		echo 256 > /sys/block/nullb0/queue/nr_requests
 }
 

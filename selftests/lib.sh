@@ -14,6 +14,9 @@ KVB_KO=${KVB_KO:-$KVB_ROOT/build/$KVB_KREL/kvbatch.ko}
 # fio writes verify state and scratch files into the working directory.
 KVB_SCRATCH=${KVB_SCRATCH:-$(mktemp -d /tmp/kvb-test.XXXXXX)}
 trap 'rm -rf "$KVB_SCRATCH"' EXIT
+# The null_blk loader and the scheduler list, shared with the tools.
+# shellcheck source=tools/lib/kvbatch.sh
+source "$KVB_ROOT/tools/lib/kvbatch.sh"
 
 log() {
 	ktap_print_msg "$@"
@@ -115,11 +118,8 @@ kvb_nullb_setup() {
 	if [ -b /dev/nullb0 ]; then
 		return 0
 	fi
-	modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=2 \
-		hw_queue_depth=8 memory_backed=1 gb=1 irqmode=2 \
-		completion_nsec=20000 "$@" || return 1
-	udevadm settle 2>/dev/null || true
-	[ -b /dev/nullb0 ]
+	kvb_nullb_load submit_queues=2 hw_queue_depth=8 memory_backed=1 gb=1 \
+		irqmode=2 completion_nsec=20000 "$@"
 }
 
 # kvb_nullb_fresh PARAM...: load null_blk (one queue_mode=2 device) with
@@ -127,10 +127,11 @@ kvb_nullb_setup() {
 # loaded would have someone else's shape.
 kvb_nullb_fresh() {
 	[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
-	modprobe null_blk nr_devices=1 queue_mode=2 "$@" ||
-		ktap_exit_skip "cannot load null_blk $*"
-	udevadm settle 2>/dev/null || true
-	[ -b /dev/nullb0 ] || ktap_exit_skip "nullb0 did not appear"
+	kvb_nullb_load "$@"
+	case $? in
+	1) ktap_exit_skip "cannot load null_blk $*" ;;
+	2) ktap_exit_skip "nullb0 did not appear" ;;
+	esac
 }
 
 # Mount configfs (null_blk's configfs devices live there) if the guest
