@@ -4,6 +4,8 @@
 # Helpers for kvbatch selftests. Each test sources this file, reports its
 # checks with ktap_* and ends with ktap_finished. Conventions follow
 # tools/testing/selftests: KTAP output, exit 0 pass, 1 fail, 4 skip.
+# Every test runs with set -u: a variable it never set is an error.
+set -u
 
 # shellcheck source=selftests/ktap_helpers.sh
 source "$(dirname "${BASH_SOURCE[0]}")/ktap_helpers.sh"
