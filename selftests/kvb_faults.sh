@@ -284,6 +284,12 @@ alloc_refs() {
 	ktap_check "no module reference leaked by the failed switches" test $leak = 0
 }
 
+# Whatever happens, leave no fault armed.
+# shellcheck disable=SC2016
+kvb_defer 'for a in fail_io_timeout fail_make_request; do
+		[ ! -d $DBG/$a ] || fault_attr $a
+	done
+	[ ! -d $DBG/failslab ] || alloc_attrs off'
 refs=$(cat /sys/module/kvbatch/refcnt)
 alloc_failures all
 alloc_failures kvbatch

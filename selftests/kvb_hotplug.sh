@@ -85,6 +85,7 @@ cgroup_moves() {
 	# The io controller gives each cgroup its own blkcg, hence its own key.
 	echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
 	mkdir -p $cg/kvb-a $cg/kvb-b || return 1
+	kvb_defer "rmdir $cg/kvb-a $cg/kvb-b"
 	# Twice the runtime: a debug kernel under emulation manages about
 	# one move a second.
 	verified_fio cgmove $((RUNTIME * 2)) &

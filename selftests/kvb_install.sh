@@ -21,6 +21,9 @@ ktap_print_header
 ktap_set_plan 9
 
 ktap_check "kvbatch unloaded before installing" kvb_unload
+# Whatever happens, leave nothing installed.
+# shellcheck disable=SC2016
+kvb_defer '[ ! -e "$dst" ] || make -s -C "$KVB_ROOT" KERNELRELEASE="$krel" uninstall'
 
 install_it() {
 	make -s -C "$KVB_ROOT" --no-print-directory KERNELRELEASE="$krel" \

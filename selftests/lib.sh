@@ -15,13 +15,142 @@ KVB_KREL=${KVB_KREL:-$(uname -r)}
 KVB_KO=${KVB_KO:-$KVB_ROOT/build/$KVB_KREL/kvbatch.ko}
 # fio writes verify state and scratch files into the working directory.
 KVB_SCRATCH=${KVB_SCRATCH:-$(mktemp -d /tmp/kvb-test.XXXXXX)}
-trap 'rm -rf "$KVB_SCRATCH"' EXIT
 # The null_blk loader and the scheduler list, shared with the tools.
 # shellcheck source=tools/lib/kvbatch.sh
 source "$KVB_ROOT/tools/lib/kvbatch.sh"
 
 log() {
 	ktap_print_msg "$@"
+}
+
+# ---- per-test setup and teardown ------------------------------------------
+#
+# Sourcing this file starts a test: a line in the kernel log names it, and
+# the state tests change is recorded. However the test ends (pass, fail, a
+# skip half-way, an error, the runner's timeout), kvb_teardown then puts
+# that state back, so that the next test finds the guest as this one did:
+# the test's background jobs are stopped, what it registered with
+# kvb_defer runs, sysctls set with kvb_sysctl and CPUs taken offline come
+# back, each disk gets its scheduler back, null_blk and scsi_debug are
+# unloaded if the test loaded them, kvbatch is loaded (with the
+# max_batches it had) or not as it was, and a second line in the kernel
+# log says the test ended and how.
+
+KVB_TEST=${0##*/}
+_kvb_deferred=()
+_kvb_sysctls=()
+declare -A _kvb_sched0 _kvb_online0
+
+# kvb_kmsg TEXT: TEXT in the kernel log, as "kvvm-mark: TEXT": tools/kvvm
+# names the last mark before a kernel report (WARN, BUG, KASAN ...).
+kvb_kmsg() {
+	{ echo "<5>kvvm-mark: $*" > /dev/kmsg; } 2>/dev/null || true
+}
+
+# kvb_defer COMMAND: run COMMAND (one string, evaluated then) at the
+# test's end, before the generic teardown; last registered runs first.
+kvb_defer() {
+	_kvb_deferred+=("$1")
+}
+
+# kvb_sysctl NAME=VALUE...: set sysctls for this test only.
+kvb_sysctl() {
+	local kv
+
+	for kv in "$@"; do
+		_kvb_sysctls+=("${kv%%=*}=$(sysctl -n "${kv%%=*}")")
+	done
+	sysctl -qw "$@"
+}
+
+# _kvb_tree PID: PID and everything it started, parents first.
+_kvb_tree() {
+	local c
+
+	echo "$1"
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		_kvb_tree "$c"
+	done
+}
+
+_kvb_setup() {
+	local f d
+
+	for f in /sys/block/*/queue/scheduler; do
+		[ -e "$f" ] || continue
+		d=${f#/sys/block/}
+		_kvb_sched0[${d%%/*}]=$(kvb_sched_of "${d%%/*}")
+	done
+	for f in /sys/devices/system/cpu/cpu*/online; do
+		[ -e "$f" ] && _kvb_online0[$f]=$(cat "$f")
+	done
+	_kvb_nullb0=0 _kvb_sd0=0 _kvb_maxb0=
+	[ -d /sys/module/null_blk ] && _kvb_nullb0=1
+	[ -d /sys/module/scsi_debug ] && _kvb_sd0=1
+	kvb_loaded && _kvb_maxb0=$(cat /sys/module/kvbatch/parameters/max_batches)
+	kvb_kmsg "start $KVB_TEST"
+	trap kvb_teardown EXIT
+	# The runner's timeout sends TERM: end through the teardown.
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+}
+
+kvb_teardown() {
+	local rc=$? i p d c _kvb_n
+
+	trap - EXIT TERM INT
+	# Background jobs first: they hold the devices. Collect each job's
+	# process tree before killing any of it, so that none continues.
+	p=$(for i in $(jobs -p); do _kvb_tree "$i"; done)
+	if [ -n "$p" ]; then
+		# shellcheck disable=SC2086
+		kill -TERM $p 2>/dev/null
+		for i in $(seq 100); do
+			[ -z "$(jobs -pr)" ] && break
+			sleep 0.1
+		done
+		# Reap them, unless one is stuck (in the kernel).
+		[ -n "$(jobs -pr)" ] || { wait; } 2>/dev/null
+	fi
+	# (Its own counter: what it evaluates may use any name.)
+	for ((_kvb_n = ${#_kvb_deferred[@]} - 1; _kvb_n >= 0; _kvb_n--)); do
+		eval "${_kvb_deferred[$_kvb_n]}" > /dev/null 2>&1
+	done
+	for ((i = ${#_kvb_sysctls[@]} - 1; i >= 0; i--)); do
+		sysctl -qw "${_kvb_sysctls[$i]}" 2>/dev/null
+	done
+	for c in "${!_kvb_online0[@]}"; do
+		[ "$(cat "$c" 2>/dev/null)" = "${_kvb_online0[$c]}" ] ||
+			echo "${_kvb_online0[$c]}" > "$c" 2>/dev/null
+	done
+	for d in "${!_kvb_sched0[@]}"; do
+		[ -e "/sys/block/$d" ] || continue
+		[ "$(kvb_sched_of "$d")" = "${_kvb_sched0[$d]}" ] ||
+			echo "${_kvb_sched0[$d]}" > "/sys/block/$d/queue/scheduler" 2>/dev/null
+	done
+	if [ $_kvb_nullb0 = 0 ] && [ -d /sys/module/null_blk ]; then
+		for c in /sys/kernel/config/nullb/*/; do
+			[ -f "$c/power" ] || continue
+			echo 0 > "$c/power" 2>/dev/null
+			rmdir "$c" 2>/dev/null
+		done
+		kvb_nullb_teardown
+	fi
+	if [ $_kvb_sd0 = 0 ] && [ -d /sys/module/scsi_debug ]; then
+		modprobe -r scsi_debug 2>/dev/null
+	fi
+	if [ -n "$_kvb_maxb0" ]; then
+		# Loaded, with the parameter it had.
+		if kvb_loaded && [ "$(cat /sys/module/kvbatch/parameters/max_batches)" != "$_kvb_maxb0" ]; then
+			kvb_unload 2>/dev/null
+		fi
+		kvb_loaded || insmod "$KVB_KO" max_batches="$_kvb_maxb0" 2>/dev/null
+	elif kvb_loaded; then
+		kvb_unload 2>/dev/null
+	fi
+	rm -rf "$KVB_SCRATCH"
+	kvb_kmsg "end $KVB_TEST (exit $rc)"
+	exit "$rc"
 }
 
 # Skip the whole test, with the reason, unless we are root in a guest that
@@ -340,3 +469,5 @@ kvb_fio() {
 	fi
 	return $rc
 }
+
+_kvb_setup
