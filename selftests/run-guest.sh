@@ -29,7 +29,11 @@ done
 # shellcheck source=selftests/ktap_helpers.sh
 source ./ktap_helpers.sh
 out=$(mktemp /tmp/kvb-run-guest.XXXXXX)
-trap 'rm -f "$out"' EXIT
+# Each test marks its start and end in the kernel log (lib.sh): no rate
+# limit on /dev/kmsg, so that quick tests keep their marks.
+devkmsg=$(cat /proc/sys/kernel/printk_devkmsg 2>/dev/null)
+[ -z "$devkmsg" ] || echo on > /proc/sys/kernel/printk_devkmsg 2>/dev/null
+trap 'rm -f "$out"; [ -z "$devkmsg" ] || echo "$devkmsg" > /proc/sys/kernel/printk_devkmsg 2>/dev/null' EXIT
 
 ktap_print_header
 ktap_set_plan ${#tests[@]}
