@@ -32,8 +32,8 @@ out=$(mktemp /tmp/kvb-run-guest.XXXXXX)
 # Each test marks its start and end in the kernel log (lib.sh): no rate
 # limit on /dev/kmsg, so that quick tests keep their marks.
 devkmsg=$(cat /proc/sys/kernel/printk_devkmsg 2>/dev/null)
-[ -z "$devkmsg" ] || echo on > /proc/sys/kernel/printk_devkmsg 2>/dev/null
-trap 'rm -f "$out"; [ -z "$devkmsg" ] || echo "$devkmsg" > /proc/sys/kernel/printk_devkmsg 2>/dev/null' EXIT
+[ -z "$devkmsg" ] || { echo on > /proc/sys/kernel/printk_devkmsg; } 2>/dev/null
+trap 'rm -f "$out"; [ -z "$devkmsg" ] || { echo "$devkmsg" > /proc/sys/kernel/printk_devkmsg; } 2>/dev/null' EXIT
 
 ktap_print_header
 ktap_set_plan ${#tests[@]}
@@ -45,9 +45,14 @@ for t in "${tests[@]}"; do
 	secs=$(($(date +%s) - start))
 	case $rc in
 	0) ktap_test_pass "selftests: kvbatch: $t # ${secs}s" ;;
-	# The reason the test gave for its first skip.
-	4) ktap_test_skip "selftests: kvbatch: $t" \
-		"$(sed -n 's/^ok [0-9]* .* # SKIP *//p' "$out" | head -1)" ;;
+	# The reason the test gave for its first skip (or, if it gave
+	# none, that point's description).
+	4) ktap_test_skip "selftests: kvbatch: $t" "$(awk '
+		/^ok [0-9]+ .*# SKIP/ {
+			r = $0; sub(/^.*# SKIP */, "", r)
+			if (r == "") { r = $0; sub(/^ok [0-9]+ /, "", r); sub(/ *# SKIP.*$/, "", r) }
+			print r; exit
+		}' "$out")" ;;
 	124) ktap_test_fail "selftests: kvbatch: $t # TIMEOUT $timeout seconds" ;;
 	*) ktap_test_fail "selftests: kvbatch: $t # exit=$rc" ;;
 	esac
