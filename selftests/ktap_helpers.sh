@@ -36,23 +36,26 @@ ktap_print_plan() {
 	echo "1..$KTAP_TESTNO"
 }
 
-ktap_test_pass() {
+# _ktap_point RESULT TEXT: the next test point.
+_ktap_point() {
 	KTAP_TESTNO=$((KTAP_TESTNO + 1))
+	echo "$1 $KTAP_TESTNO $2"
+}
+
+ktap_test_pass() {
 	KTAP_CNT_PASS=$((KTAP_CNT_PASS + 1))
-	echo "ok $KTAP_TESTNO $*"
+	_ktap_point ok "$*"
 }
 
 ktap_test_fail() {
-	KTAP_TESTNO=$((KTAP_TESTNO + 1))
 	KTAP_CNT_FAIL=$((KTAP_CNT_FAIL + 1))
-	echo "not ok $KTAP_TESTNO $*"
+	_ktap_point "not ok" "$*"
 }
 
 # ktap_test_skip DESC [REASON]
 ktap_test_skip() {
-	KTAP_TESTNO=$((KTAP_TESTNO + 1))
 	KTAP_CNT_SKIP=$((KTAP_CNT_SKIP + 1))
-	echo "ok $KTAP_TESTNO $1 # SKIP${2:+ $2}"
+	_ktap_point ok "$1 # SKIP${2:+ $2}"
 }
 
 # ktap_check DESCRIPTION COMMAND...: one test point from a command's status.
