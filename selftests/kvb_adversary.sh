@@ -78,7 +78,7 @@ adversary() {
 # The same load under mq-deadline is the baseline of what the rest of the
 # kernel (bios, requests, io_uring) needs for 1000 outstanding requests.
 # (A run that cannot select its scheduler starts no load.)
-adv= victim= growth=0
+adv='' victim='' growth=0
 adversary mq-deadline
 wait $adv
 wait $victim

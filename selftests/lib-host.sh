@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 #
 # Host-side helpers of the test drivers (run-all.sh, run-debug.sh): one
 # guest boot running selftests whose KTAP results become test points.
