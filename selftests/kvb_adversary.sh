@@ -38,6 +38,8 @@ ktap_set_plan 5
 max=$(cat /sys/module/kvbatch/parameters/max_batches)
 echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
 for i in $(seq $NCG); do mkdir -p $cg/kvb-adv$i; done
+# shellcheck disable=SC2016
+kvb_defer 'for i in $(seq $NCG); do rmdir $cg/kvb-adv$i; done'
 
 # Kernel memory that could grow: slab and vmalloc, in kB.
 kmem() {
@@ -75,6 +77,8 @@ adversary() {
 
 # The same load under mq-deadline is the baseline of what the rest of the
 # kernel (bios, requests, io_uring) needs for 1000 outstanding requests.
+# (A run that cannot select its scheduler starts no load.)
+adv='' victim='' growth=0
 adversary mq-deadline
 wait $adv
 wait $victim

@@ -40,9 +40,8 @@ modprobe -r null_blk 2>/dev/null
 
 # --- CPU hotplug ---------------------------------------------------------
 cpu=/sys/devices/system/cpu/cpu1/online
-modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=2 hw_queue_depth=8 \
-	memory_backed=1 gb=1 irqmode=2 completion_nsec=50000
-udevadm settle 2>/dev/null || true
+kvb_nullb_load submit_queues=2 hw_queue_depth=8 memory_backed=1 gb=1 \
+	irqmode=2 completion_nsec=50000
 kvb_set_sched nullb0 kvbatch || log "nullb0: cannot select kvbatch"
 echo 256 > /sys/block/nullb0/queue/nr_requests
 
@@ -86,6 +85,7 @@ cgroup_moves() {
 	# The io controller gives each cgroup its own blkcg, hence its own key.
 	echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
 	mkdir -p $cg/kvb-a $cg/kvb-b || return 1
+	kvb_defer "rmdir $cg/kvb-a $cg/kvb-b"
 	# Twice the runtime: a debug kernel under emulation manages about
 	# one move a second.
 	verified_fio cgmove $((RUNTIME * 2)) &

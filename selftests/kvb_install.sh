@@ -21,6 +21,9 @@ ktap_print_header
 ktap_set_plan 9
 
 ktap_check "kvbatch unloaded before installing" kvb_unload
+# Whatever happens, leave nothing installed.
+# shellcheck disable=SC2016
+kvb_defer '[ ! -e "$dst" ] || make -s -C "$KVB_ROOT" KERNELRELEASE="$krel" uninstall'
 
 install_it() {
 	make -s -C "$KVB_ROOT" --no-print-directory KERNELRELEASE="$krel" \
@@ -37,9 +40,8 @@ autoload() {
 ktap_check "echo kvbatch > scheduler loads the installed module" autoload
 log "$(cat /sys/block/nvme0n1/queue/scheduler)"
 
-modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=1 hw_queue_depth=4 \
-	irqmode=2 completion_nsec=100000 gb=1
-udevadm settle 2>/dev/null || true
+kvb_nullb_load submit_queues=1 hw_queue_depth=4 irqmode=2 \
+	completion_nsec=100000 gb=1
 seedjobs() {
 	local s=$1 f
 

@@ -33,17 +33,7 @@ cycles() {
 ktap_check "20 select/read/deselect cycles" cycles
 kvb_nullb_teardown
 
-scan_clean() {
-	local n mine
-
-	kvb_kmemleak_scan "$KVB_SCRATCH/kmemleak"
-	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
-	mine=$(awk '/^unreferenced object/ { o = $0 } /kv[bp]_|kvbatch/ && o { print o; o = "" }' \
-		"$KVB_SCRATCH/kmemleak" | wc -l)
-	log "kmemleak: $n unreferenced objects in total, $mine allocated by kvbatch"
-	[ "$mine" -eq 0 ] || { grep -B2 -A20 -E 'kv[bp]_|kvbatch' "$KVB_SCRATCH/kmemleak" | head -60 | sed 's/^/# /'; return 1; }
-}
-ktap_check "kmemleak finds nothing allocated by kvbatch" scan_clean
+ktap_check "kmemleak finds nothing allocated by kvbatch" kvb_kmemleak_clean
 
 # After rmmod: an object kvbatch leaked outlives the module, and its
 # allocation backtrace points into the module's former text.

@@ -116,8 +116,9 @@ install_for_alias() {
 }
 remove_alias_install() {
 	rm -rf "$moddir"
-	cp -a "$savedir"/modules.* /lib/modules/"$krel"/
+	[ ! -f "$savedir/modules.dep" ] || cp -a "$savedir"/modules.* /lib/modules/"$krel"/
 }
+kvb_defer remove_alias_install
 ktap_check "depmod resolves the kvbatch-iosched alias" install_for_alias
 
 autoload() {

@@ -30,6 +30,10 @@ ktap_print_header
 ktap_set_plan 10
 
 ktap_check "kvbatch unloaded before installing the package" kvb_unload
+# Whatever happens, leave no package, rule or udevd behind.
+# shellcheck disable=SC2016
+kvb_defer 'udevadm control --exit; rm -f /etc/udev/rules.d/69-kvbatch-local.rules
+	! dpkg -s kvbatch-dkms || dpkg --purge kvbatch-dkms'
 
 # dpkg -i runs DKMS's postinst: add, build and install for the running
 # kernel (and the newest installed one).

@@ -22,7 +22,7 @@ ktap_print_header
 ktap_set_plan $((${#disks[@]} * 5))
 
 # Let the flusher write dirty pages early and on its own (async writes).
-sysctl -qw vm.dirty_background_bytes=1048576 vm.dirty_expire_centisecs=50 \
+kvb_sysctl vm.dirty_background_bytes=1048576 vm.dirty_expire_centisecs=50 \
 	vm.dirty_writeback_centisecs=20
 
 mixed() {

@@ -37,6 +37,7 @@ for d in nvme0n1 nullb0; do
 done
 echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
 mkdir -p $cg/kvb-soak-a $cg/kvb-soak-b
+kvb_defer "rmdir $cg/kvb-soak-a $cg/kvb-soak-b"
 
 # Tagged, verified jobs on both disks for the whole soak.
 soak_fio() {

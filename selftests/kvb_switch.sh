@@ -12,15 +12,15 @@ SWITCHES=${SWITCHES:-50}
 RUNTIME=${RUNTIME:-20}
 
 kvb_setup_disks
-modprobe -q kyber-iosched 2>/dev/null
-modprobe -q bfq 2>/dev/null
+kvb_load_peers
 
 ktap_print_header
 ktap_set_plan $((${#disks[@]} * 2))
 
 # The peers present on this kernel, kvbatch between each of them.
 peers=()
-for s in none mq-deadline kyber bfq; do
+for s in $KVB_SCHEDS; do
+	[ "$s" != kvbatch ] || continue
 	grep -qw -- "$s" "/sys/block/${disks[0]}/queue/scheduler" && peers+=("$s")
 done
 log "switching between kvbatch and: ${peers[*]}"

@@ -9,7 +9,7 @@
 # A screenshot of the first built-in trace is kept as build/kvsim/kvsim.png.
 #
 # A host test: selftests/run-all.sh runs it after the unit tests (it is
-# not one of the guest's TEST_PROGS). Output is TAP ("ok N - ..."); a
+# not one of the guest's TEST_PROGS). Output is TAP (ktap_helpers.sh); a
 # missing Chromium (Debian package chromium, scripts/deps.txt) is a SKIP.
 # Chromium runs with its networking features off and DNS mapped to
 # nowhere; the page's Content-Security-Policy forbids loading anything.
@@ -19,25 +19,19 @@ out=$top/build/kvsim
 kvsim=$top/tools/kvsim/kvsim
 mkdir -p "$out"
 
-n=0 failed=0
-t_ok() { n=$((n + 1)); echo "ok $n - $*"; }
-t_bad() { n=$((n + 1)); failed=1; echo "not ok $n - $*"; }
-t_skip() { n=$((n + 1)); echo "ok $n - $1 # SKIP $2"; }
-check() { local desc=$1; shift; if "$@"; then t_ok "$desc"; else t_bad "$desc"; fi; }
-diag() { sed 's/^/# /'; }
+# shellcheck source=selftests/ktap_helpers.sh
+source "$(dirname "$0")/ktap_helpers.sh"
 
-echo "TAP version 13"
+ktap_print_header
 browser=$(command -v chromium || command -v chromium-browser || true)
 if [ -z "$browser" ]; then
-	t_skip "kvsim page in headless Chromium" "chromium is not installed (apt-get install chromium)"
-	echo "1..$n"
-	exit 0
+	ktap_test_skip "kvsim page in headless Chromium" "chromium is not installed (apt-get install chromium)"
+	ktap_finished
 fi
 if ! make -s --no-print-directory -C "$top" kvsim > "$out/build.log" 2>&1; then
-	diag < "$out/build.log"
-	t_bad "kvsim builds"
-	echo "1..$n"
-	exit 1
+	ktap_diag < "$out/build.log"
+	ktap_test_fail "kvsim builds"
+	ktap_finished
 fi
 
 profile=$(mktemp -d /tmp/kvsim-chromium.XXXXXX)
@@ -76,16 +70,16 @@ for trace in tail prefetch writes; do
 	html=$out/$trace.html
 	txt=$out/$trace.txt
 	if ! "$kvsim" --trace "$trace" --timeline --html "$html" > "$txt" 2> "$out/$trace.err"; then
-		diag < "$out/$trace.err"
-		t_bad "$trace: kvsim writes the page"
+		ktap_diag < "$out/$trace.err"
+		ktap_test_fail "$trace: kvsim writes the page"
 		continue
 	fi
 	# Self-contained: no URL to fetch, no external script, style or font.
 	if grep -Eiq '(src|href)=|@import|url\(["'"'"']?[a-z]+:|https?://[^"]*\.(js|css|woff)' "$html"; then
-		grep -Eion '(src|href)=[^ ]*|@import|url\([^)]*\)' "$html" | head -5 | diag
-		t_bad "$trace: the page references nothing external"
+		grep -Eion '(src|href)=[^ ]*|@import|url\([^)]*\)' "$html" | head -5 | ktap_diag
+		ktap_test_fail "$trace: the page references nothing external"
 	else
-		t_ok "$trace: the page references nothing external"
+		ktap_test_pass "$trace: the page references nothing external"
 	fi
 
 	# Timeline rows: "tick time | d0 d1 .. q w | ..."; the schedulers in
@@ -97,12 +91,12 @@ for trace in tail prefetch writes; do
 	state=$(page_state "file://$html#step=$step")
 	echo "$state" > "$out/$trace.state-step"
 	if [ "$(echo "$state" | sed -n 's/^ok=//p')" != 1 ]; then
-		echo "$state" | grep -E '^(ok|error)=' | diag
-		t_bad "$trace: the page loads and runs without error"
+		echo "$state" | grep -E '^(ok|error)=' | ktap_diag
+		ktap_test_fail "$trace: the page loads and runs without error"
 		continue
 	fi
-	t_ok "$trace: the page loads and runs without error"
-	check "$trace: $step clicks on step reach tick $step of $rows" \
+	ktap_test_pass "$trace: the page loads and runs without error"
+	ktap_check "$trace: $step clicks on step reach tick $step of $rows" \
 		test "$(echo "$state" | sed -n 's/^tick=//p')" = "$step" -a \
 		"$(echo "$state" | sed -n 's/^maxTick=//p')" = "$rows"
 
@@ -118,18 +112,18 @@ for trace in tail prefetch writes; do
 		while [ $# -gt 2 ]; do
 			page=$(echo "$state" | sed -n "s/^$s\.d$d=//p")
 			if [ "$page" != "$1" ]; then
-				echo "$s die $d at tick $step: text '$1', page '$page'" | diag
+				echo "$s die $d at tick $step: text '$1', page '$page'" | ktap_diag
 				bad=1
 			fi
 			d=$((d + 1))
 			shift
 		done
 		[ "$(echo "$state" | sed -n "s/^$s\.queued=//p")" = "$1" ] || {
-			echo "$s queued: text $1, page $(echo "$state" | sed -n "s/^$s\.queued=//p")" | diag
+			echo "$s queued: text $1, page $(echo "$state" | sed -n "s/^$s\.queued=//p")" | ktap_diag
 			bad=1
 		}
 	done
-	check "$trace: per-die state at tick $step matches kvsim --timeline" test $bad -eq 0
+	ktap_check "$trace: per-die state at tick $step matches kvsim --timeline" test $bad -eq 0
 
 	# At the end: every batch's completion and "ahead" as kvsim reported.
 	state=$(page_state "file://$html#end")
@@ -146,13 +140,13 @@ for trace in tail prefetch writes; do
 			got_done=$(echo "$state" | sed -n "s/^$s\.done\.$name=//p")
 			got_ahead=$(echo "$state" | sed -n "s/^$s\.ahead\.$name=//p")
 			if [ "$got_done" != "$want_done" ] || [ "$got_ahead" != "$want_ahead" ]; then
-				echo "$s $name: text $want_done/$want_ahead ns, page $got_done/$got_ahead" | diag
+				echo "$s $name: text $want_done/$want_ahead ns, page $got_done/$got_ahead" | ktap_diag
 				bad=1
 			fi
 		done
 		nb=$((nb + 1))
 	done < <(awk '/^batch  / { on = 1; next } on && NF == 0 { exit } on' "$txt")
-	check "$trace: at the last tick the page shows kvsim's $nb batch completion times" \
+	ktap_check "$trace: at the last tick the page shows kvsim's $nb batch completion times" \
 		test $bad -eq 0 -a $nb -gt 0
 
 	if [ $first = 1 ]; then
@@ -161,10 +155,9 @@ for trace in tail prefetch writes; do
 		chromium --window-size=1400,700 --screenshot="$out/kvsim.png" \
 			"file://$html#step=35&batch=B" > /dev/null
 		size=$(stat -c %s "$out/kvsim.png" 2>/dev/null || echo 0)
-		check "$trace: screenshot kept as build/kvsim/kvsim.png ($size bytes)" \
+		ktap_check "$trace: screenshot kept as build/kvsim/kvsim.png ($size bytes)" \
 			sh -c "[ $size -gt 20000 ] && head -c 8 '$out/kvsim.png' | od -An -tx1 | grep -q '89 50 4e 47 0d 0a 1a 0a'"
 	fi
 done
 
-echo "1..$n"
-exit $failed
+ktap_finished

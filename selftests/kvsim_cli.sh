@@ -7,7 +7,7 @@
 # to the same results; kvtrace2sim turns the recorded samples in
 # tools/kvsim/samples into exactly the committed traces, which kvsim runs;
 # and it reads 6.12's block events (with their ioprio column) from lines
-# written to that TP_printk format here. Output is TAP ("ok N - ...").
+# written to that TP_printk format here. Output is TAP (ktap_helpers.sh).
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
 kvsim=$top/tools/kvsim/kvsim
@@ -16,18 +16,14 @@ samples=$top/tools/kvsim/samples
 tmp=$(mktemp -d /tmp/kvsim-cli.XXXXXX)
 trap 'rm -rf "$tmp"' EXIT
 
-n=0 failed=0
-t_ok() { n=$((n + 1)); echo "ok $n - $*"; }
-t_bad() { n=$((n + 1)); failed=1; echo "not ok $n - $*"; }
-check() { local desc=$1; shift; if "$@"; then t_ok "$desc"; else t_bad "$desc"; fi; }
-diag() { sed 's/^/# /'; }
+# shellcheck source=selftests/ktap_helpers.sh
+source "$(dirname "$0")/ktap_helpers.sh"
 
-echo "TAP version 13"
+ktap_print_header
 if ! make -s --no-print-directory -C "$top" kvsim > "$tmp/build.log" 2>&1; then
-	diag < "$tmp/build.log"
-	t_bad "kvsim builds"
-	echo "1..$n"
-	exit 1
+	ktap_diag < "$tmp/build.log"
+	ktap_test_fail "kvsim builds"
+	ktap_finished
 fi
 
 # --- bad arguments --------------------------------------------------------
@@ -39,7 +35,7 @@ while read -r args; do
 	rc=$?
 	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || [ -e "$tmp/out.html" ] ||
 	   ! grep -q '^usage: kvsim' "$tmp/e"; then
-		echo "'$args': exit $rc, stdout $(wc -c < "$tmp/o") bytes, html $([ -e "$tmp/out.html" ] && echo written || echo none): $(head -1 "$tmp/e")" | diag
+		echo "'$args': exit $rc, stdout $(wc -c < "$tmp/o") bytes, html $([ -e "$tmp/out.html" ] && echo written || echo none): $(head -1 "$tmp/e")" | ktap_diag
 		bad=1
 	fi
 done <<'EOF'
@@ -61,19 +57,19 @@ done <<'EOF'
 --random 0
 --list --trace tail
 EOF
-check "bad arguments: exit 2, usage on stderr, nothing written" test $bad -eq 0
+ktap_check "bad arguments: exit 2, usage on stderr, nothing written" test $bad -eq 0
 
 "$kvsim" --trace "$tmp/missing" > "$tmp/o" 2> "$tmp/e"
-check "a missing trace file: exit 1 with the reason" \
+ktap_check "a missing trace file: exit 1 with the reason" \
 	sh -c "[ $? -eq 1 ] && grep -q 'No such file' '$tmp/e'"
 printf '0 a normal R 1us die=0\n0 b normal Q 1us die=0\n' > "$tmp/bad.trace"
 "$kvsim" --trace "$tmp/bad.trace" > "$tmp/o" 2> "$tmp/e"
-check "an invalid trace: exit 1 naming the line" \
+ktap_check "an invalid trace: exit 1 naming the line" \
 	sh -c "[ $? -eq 1 ] && grep -q 'bad.trace:2: bad op' '$tmp/e'"
 
-check "--list names the three built-in traces" \
+ktap_check "--list names the three built-in traces" \
 	sh -c "'$kvsim' --list | grep -cE '^  (tail|prefetch|writes) ' | grep -qx 3"
-check "--help exits 0" sh -c "'$kvsim' --help | grep -q -- '--html FILE'"
+ktap_check "--help exits 0" sh -c "'$kvsim' --help | grep -q -- '--html FILE'"
 
 # --- dumps replay to the same results -------------------------------------
 bad=0
@@ -81,28 +77,28 @@ for t in tail prefetch writes; do
 	"$kvsim" --trace $t --dump-trace > "$tmp/$t.trace"
 	"$kvsim" --trace $t --timeline | tail -n +2 > "$tmp/a"
 	"$kvsim" --trace "$tmp/$t.trace" --timeline | tail -n +2 > "$tmp/b"
-	cmp -s "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" | head -5 | diag; bad=1; }
+	cmp -s "$tmp/a" "$tmp/b" || { diff "$tmp/a" "$tmp/b" | head -5 | ktap_diag; bad=1; }
 done
-check "each built-in, dumped with --dump-trace, replays to the same report" test $bad -eq 0
+ktap_check "each built-in, dumped with --dump-trace, replays to the same report" test $bad -eq 0
 
 "$kvsim" --random 3000 --seed 7 --dies 8 --set max_inflight=6 > "$tmp/o" 2>&1
-check "--random 3000 on 8 dies with max_inflight: same work, each dispatched once" \
+ktap_check "--random 3000 on 8 dies with max_inflight: same work, each dispatched once" \
 	grep -q '^check: every scheduler did the same total work' "$tmp/o"
 
 # --- the converter on the recorded samples -------------------------------
-check "kvtrace2sim: the kvbatch tracefs sample converts to the committed trace" \
+ktap_check "kvtrace2sim: the kvbatch tracefs sample converts to the committed trace" \
 	sh -c "'$conv' --title 'null_blk (4 tags, 1 ms) under kvbatch, recorded from kvbatch and block tracepoints' \
 		'$samples/nullb-kvbatch.tracefs' 2>/dev/null | cmp -s - '$samples/nullb-kvbatch.trace'"
-check "kvtrace2sim: the blkparse sample converts to the committed trace" \
+ktap_check "kvtrace2sim: the blkparse sample converts to the committed trace" \
 	sh -c "'$conv' --tier 166=demand --tier 168=prefetch --tier 169=write \
 		--title 'null_blk (4 tags, 1 ms) under mq-deadline, recorded with blktrace' \
 		'$samples/nullb-mq-deadline.blkparse' 2>/dev/null | cmp -s - '$samples/nullb-mq-deadline.trace'"
 for s in nullb-kvbatch nullb-mq-deadline; do
-	check "kvsim runs the converted sample $s" \
+	ktap_check "kvsim runs the converted sample $s" \
 		sh -c "'$kvsim' --trace '$samples/$s.trace' --html '$tmp/$s.html' | grep -q '^check: every scheduler'"
 done
 # The kvbatch sample's batches are the recall's: 8 batches of 8 demand reads.
-check "kvtrace2sim: kvbatch's batches from kvbatch_dispatch (8 x 8 demand reads)" \
+ktap_check "kvtrace2sim: kvbatch's batches from kvbatch_dispatch (8 x 8 demand reads)" \
 	sh -c "awk '\$3 == \"demand\" { n[\$2]++ } END { for (b in n) if (n[b] != 8) exit 1; exit length(n) != 8 }' '$samples/nullb-kvbatch.trace'"
 
 # 6.12's block events print the ioprio (class,hint,level): written here to
@@ -133,11 +129,10 @@ cat > "$tmp/612.want" <<'EOF'
 40us n1 normal R 500us sector=40 size=4096
 EOF
 if cmp -s "$tmp/612.out" "$tmp/612.want"; then
-	t_ok "kvtrace2sim: 6.12 block events give tiers from the ioprio column"
+	ktap_test_pass "kvtrace2sim: 6.12 block events give tiers from the ioprio column"
 else
-	diff "$tmp/612.want" "$tmp/612.out" | diag
-	t_bad "kvtrace2sim: 6.12 block events give tiers from the ioprio column"
+	diff "$tmp/612.want" "$tmp/612.out" | ktap_diag
+	ktap_test_fail "kvtrace2sim: 6.12 block events give tiers from the ioprio column"
 fi
 
-echo "1..$n"
-exit $failed
+ktap_finished

@@ -1,39 +1,37 @@
 # SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash
 #
-# Host-side helpers of the test drivers (run-all.sh, run-debug.sh): TAP
-# test points, and one guest boot running selftests whose KTAP results
-# become test points. Sourced from the top of the tree with $logdir set.
+# Host-side helpers of the test drivers (run-all.sh, run-debug.sh): one
+# guest boot running selftests whose KTAP results become test points.
+# Sourced from the top of the tree with $top and $logdir set.
 
-pass=0 fail=0 skip=0 n=0
-t_pass() { n=$((n + 1)); pass=$((pass + 1)); echo "ok $n $*"; }
-t_fail() { n=$((n + 1)); fail=$((fail + 1)); echo "not ok $n $*"; }
-t_skip() { n=$((n + 1)); skip=$((skip + 1)); echo "ok $n # SKIP $*"; }
-diag() { sed -u 's/^/# /'; }
+# shellcheck source=selftests/ktap_helpers.sh
+source "$top/selftests/ktap_helpers.sh"
 
 # host_begin: the common start of a test driver: the TAP header, the
 # clock, and the Debian packages of scripts/deps.txt.
 host_begin() {
 	mkdir -p "$logdir"
 	start=$(date +%s)
-	echo "TAP version 13"
-	if ! scripts/install-deps.sh 2>&1 | diag; then
-		t_fail "install Debian packages from scripts/deps.txt"
+	ktap_print_header
+	if ! scripts/install-deps.sh 2>&1 | ktap_diag; then
+		ktap_test_fail "install Debian packages from scripts/deps.txt"
 	fi
 }
 
 # host_end: the plan, the totals line, and the exit status.
 host_end() {
-	echo "1..$n"
+	ktap_print_plan
 	echo "# total time $(($(date +%s) - start))s"
-	echo "$pass passed, $fail failed, $skip skipped"
-	[ "$fail" -eq 0 ]
+	echo "$KTAP_CNT_PASS passed, $KTAP_CNT_FAIL failed, $KTAP_CNT_SKIP skipped"
+	[ "$KTAP_CNT_FAIL" -eq 0 ]
 }
 
 # tap_points PREFIX FILE REGEX: each KTAP result line of FILE matching
-# REGEX ("ok 3 - desc", "not ok 2 selftests: ...") becomes a test point
-# named PREFIX plus its description.
+# REGEX ("ok 3 - desc", "not ok 2 selftests: ...", "ok 4 desc # SKIP
+# reason") becomes a test point named PREFIX plus its description.
 tap_points() {
-	local prefix=$1 file=$2 re=$3 line desc
+	local prefix=$1 file=$2 re=$3 line desc reason
 
 	while read -r line; do
 		desc=${line#not }
@@ -41,9 +39,11 @@ tap_points() {
 		desc=${desc#* }
 		desc=${desc#- }
 		case $line in
-		"ok "*"# SKIP"*) t_skip "$prefix$desc" ;;
-		"ok "*) t_pass "$prefix$desc" ;;
-		*) t_fail "$prefix$desc" ;;
+		"ok "*"# SKIP"*)
+			reason=${desc#*# SKIP}
+			ktap_test_skip "$prefix${desc%% # SKIP*}" "${reason# }" ;;
+		"ok "*) ktap_test_pass "$prefix$desc" ;;
+		*) ktap_test_fail "$prefix$desc" ;;
 		esac
 	done < <(grep -E "$re" "$file")
 }
@@ -60,15 +60,15 @@ guest_run() {
 	tools/kvvm -k "$k" ${KVVM_OPTS:-} -l "$logdir/console-$k.log" -- \
 		selftests/run-guest.sh "$@" > "$log" 2>&1 &
 	vm=$!
-	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | diag
+	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | ktap_diag
 	wait $vm
 	rc=$?
 	tap_points "$k: " "$log" '^(not )?ok [0-9]+ selftests:'
 	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
-		t_fail "$k: guest ran the selftests (kvvm status $rc)"
+		ktap_test_fail "$k: guest ran the selftests (kvvm status $rc)"
 	case $rc in
-	3) t_fail "$k: guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports" ;;
-	124|125) t_fail "$k: guest finished (kvvm status $rc)" ;;
-	*) t_pass "$k: guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports" ;;
+	3) ktap_test_fail "$k: guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports" ;;
+	124|125) ktap_test_fail "$k: guest finished (kvvm status $rc)" ;;
+	*) ktap_test_pass "$k: guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports" ;;
 	esac
 }

@@ -4,79 +4,153 @@
 # Helpers for kvbatch selftests. Each test sources this file, reports its
 # checks with ktap_* and ends with ktap_finished. Conventions follow
 # tools/testing/selftests: KTAP output, exit 0 pass, 1 fail, 4 skip.
+# Every test runs with set -u: a variable it never set is an error.
+set -u
 
-KSFT_PASS=0
-KSFT_FAIL=1
-KSFT_SKIP=4
+# shellcheck source=selftests/ktap_helpers.sh
+source "$(dirname "${BASH_SOURCE[0]}")/ktap_helpers.sh"
 
 KVB_ROOT=${KVB_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)}
 KVB_KREL=${KVB_KREL:-$(uname -r)}
 KVB_KO=${KVB_KO:-$KVB_ROOT/build/$KVB_KREL/kvbatch.ko}
 # fio writes verify state and scratch files into the working directory.
 KVB_SCRATCH=${KVB_SCRATCH:-$(mktemp -d /tmp/kvb-test.XXXXXX)}
-
-_ktap_planned=0
-_ktap_n=0
-_ktap_pass=0
-_ktap_fail=0
-_ktap_skip=0
-
-ktap_print_header() {
-	echo "TAP version 13"
-}
-
-ktap_set_plan() {
-	_ktap_planned=$1
-	echo "1..$1"
-}
-
-ktap_test_pass() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_pass=$((_ktap_pass + 1))
-	echo "ok $_ktap_n $*"
-}
-
-ktap_test_fail() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_fail=$((_ktap_fail + 1))
-	echo "not ok $_ktap_n $*"
-}
-
-ktap_test_skip() {
-	_ktap_n=$((_ktap_n + 1)); _ktap_skip=$((_ktap_skip + 1))
-	echo "ok $_ktap_n # SKIP $*"
-}
-
-# ktap_check DESCRIPTION COMMAND...: one test point from a command's status.
-ktap_check() {
-	local desc=$1
-
-	shift
-	if "$@"; then
-		ktap_test_pass "$desc"
-	else
-		ktap_test_fail "$desc"
-	fi
-}
-
-ktap_exit_skip() {
-	echo "ok 1 # SKIP $*"
-	exit $KSFT_SKIP
-}
-
-ktap_finished() {
-	if [ "$_ktap_planned" -ne "$_ktap_n" ]; then
-		echo "# planned $_ktap_planned test points, ran $_ktap_n"
-		_ktap_fail=$((_ktap_fail + 1))
-	fi
-	echo "# totals: pass:$_ktap_pass fail:$_ktap_fail skip:$_ktap_skip"
-	rm -rf "$KVB_SCRATCH"
-	[ "$_ktap_fail" -eq 0 ] || exit $KSFT_FAIL
-	# Nothing ran: the program is a skip, not a pass.
-	[ "$_ktap_pass" -eq 0 ] && [ "$_ktap_skip" -gt 0 ] && exit $KSFT_SKIP
-	exit $KSFT_PASS
-}
+# The null_blk loader and the scheduler list, shared with the tools.
+# shellcheck source=tools/lib/kvbatch.sh
+source "$KVB_ROOT/tools/lib/kvbatch.sh"
 
 log() {
-	echo "# $*"
+	ktap_print_msg "$@"
+}
+
+# ---- per-test setup and teardown ------------------------------------------
+#
+# Sourcing this file starts a test: a line in the kernel log names it, and
+# the state tests change is recorded. However the test ends (pass, fail, a
+# skip half-way, an error, the runner's timeout), kvb_teardown then puts
+# that state back, so that the next test finds the guest as this one did:
+# the test's background jobs are stopped, what it registered with
+# kvb_defer runs, sysctls set with kvb_sysctl and CPUs taken offline come
+# back, each disk gets its scheduler back, null_blk and scsi_debug are
+# unloaded if the test loaded them, kvbatch is loaded (with the
+# max_batches it had) or not as it was, and a second line in the kernel
+# log says the test ended and how.
+
+KVB_TEST=${0##*/}
+_kvb_deferred=()
+_kvb_sysctls=()
+declare -A _kvb_sched0 _kvb_online0
+
+# kvb_kmsg TEXT: TEXT in the kernel log, as "kvvm-mark: TEXT": tools/kvvm
+# names the last mark before a kernel report (WARN, BUG, KASAN ...).
+kvb_kmsg() {
+	{ echo "<5>kvvm-mark: $*" > /dev/kmsg; } 2>/dev/null || true
+}
+
+# kvb_defer COMMAND: run COMMAND (one string, evaluated then) at the
+# test's end, before the generic teardown; last registered runs first.
+kvb_defer() {
+	_kvb_deferred+=("$1")
+}
+
+# kvb_sysctl NAME=VALUE...: set sysctls for this test only.
+kvb_sysctl() {
+	local kv
+
+	for kv in "$@"; do
+		_kvb_sysctls+=("${kv%%=*}=$(sysctl -n "${kv%%=*}")")
+	done
+	sysctl -qw "$@"
+}
+
+# _kvb_tree PID: PID and everything it started, parents first.
+_kvb_tree() {
+	local c
+
+	echo "$1"
+	for c in $(pgrep -P "$1" 2>/dev/null); do
+		_kvb_tree "$c"
+	done
+}
+
+_kvb_setup() {
+	local f d
+
+	for f in /sys/block/*/queue/scheduler; do
+		[ -e "$f" ] || continue
+		d=${f#/sys/block/}
+		_kvb_sched0[${d%%/*}]=$(kvb_sched_of "${d%%/*}")
+	done
+	for f in /sys/devices/system/cpu/cpu*/online; do
+		[ -e "$f" ] && _kvb_online0[$f]=$(cat "$f")
+	done
+	_kvb_nullb0=0 _kvb_sd0=0 _kvb_maxb0=
+	[ -d /sys/module/null_blk ] && _kvb_nullb0=1
+	[ -d /sys/module/scsi_debug ] && _kvb_sd0=1
+	kvb_loaded && _kvb_maxb0=$(cat /sys/module/kvbatch/parameters/max_batches)
+	kvb_kmsg "start $KVB_TEST"
+	trap kvb_teardown EXIT
+	# The runner's timeout sends TERM: end through the teardown.
+	trap 'exit 143' TERM
+	trap 'exit 130' INT
+}
+
+kvb_teardown() {
+	local rc=$? i p d c _kvb_n
+
+	trap - EXIT TERM INT
+	# Background jobs first: they hold the devices. Collect each job's
+	# process tree before killing any of it, so that none continues.
+	p=$(for i in $(jobs -p); do _kvb_tree "$i"; done)
+	if [ -n "$p" ]; then
+		# shellcheck disable=SC2086
+		kill -TERM $p 2>/dev/null
+		for i in $(seq 100); do
+			[ -z "$(jobs -pr)" ] && break
+			sleep 0.1
+		done
+		# Reap them, unless one is stuck (in the kernel).
+		[ -n "$(jobs -pr)" ] || { wait; } 2>/dev/null
+	fi
+	# (Its own counter: what it evaluates may use any name.)
+	for ((_kvb_n = ${#_kvb_deferred[@]} - 1; _kvb_n >= 0; _kvb_n--)); do
+		eval "${_kvb_deferred[$_kvb_n]}" > /dev/null 2>&1
+	done
+	for ((i = ${#_kvb_sysctls[@]} - 1; i >= 0; i--)); do
+		sysctl -qw "${_kvb_sysctls[$i]}" 2>/dev/null
+	done
+	for c in "${!_kvb_online0[@]}"; do
+		[ "$(cat "$c" 2>/dev/null)" = "${_kvb_online0[$c]}" ] ||
+			echo "${_kvb_online0[$c]}" > "$c" 2>/dev/null
+	done
+	for d in "${!_kvb_sched0[@]}"; do
+		[ -e "/sys/block/$d" ] || continue
+		[ "$(kvb_sched_of "$d")" = "${_kvb_sched0[$d]}" ] ||
+			echo "${_kvb_sched0[$d]}" > "/sys/block/$d/queue/scheduler" 2>/dev/null
+	done
+	if [ $_kvb_nullb0 = 0 ] && [ -d /sys/module/null_blk ]; then
+		for c in /sys/kernel/config/nullb/*/; do
+			[ -f "$c/power" ] || continue
+			echo 0 > "$c/power" 2>/dev/null
+			rmdir "$c" 2>/dev/null
+		done
+		kvb_nullb_teardown
+	fi
+	if [ $_kvb_sd0 = 0 ] && [ -d /sys/module/scsi_debug ]; then
+		modprobe -r scsi_debug 2>/dev/null
+	fi
+	if [ -n "$_kvb_maxb0" ]; then
+		# Loaded, with the parameter it had.
+		if kvb_loaded && [ "$(cat /sys/module/kvbatch/parameters/max_batches)" != "$_kvb_maxb0" ]; then
+			kvb_unload 2>/dev/null
+		fi
+		kvb_loaded || insmod "$KVB_KO" max_batches="$_kvb_maxb0" 2>/dev/null
+	elif kvb_loaded; then
+		kvb_unload 2>/dev/null
+	fi
+	rm -rf "$KVB_SCRATCH"
+	kvb_kmsg "end $KVB_TEST (exit $rc)"
+	exit "$rc"
 }
 
 # Skip the whole test, with the reason, unless we are root in a guest that
@@ -175,11 +249,8 @@ kvb_nullb_setup() {
 	if [ -b /dev/nullb0 ]; then
 		return 0
 	fi
-	modprobe null_blk nr_devices=1 queue_mode=2 submit_queues=2 \
-		hw_queue_depth=8 memory_backed=1 gb=1 irqmode=2 \
-		completion_nsec=20000 "$@" || return 1
-	udevadm settle 2>/dev/null || true
-	[ -b /dev/nullb0 ]
+	kvb_nullb_load submit_queues=2 hw_queue_depth=8 memory_backed=1 gb=1 \
+		irqmode=2 completion_nsec=20000 "$@"
 }
 
 # kvb_nullb_fresh PARAM...: load null_blk (one queue_mode=2 device) with
@@ -187,10 +258,11 @@ kvb_nullb_setup() {
 # loaded would have someone else's shape.
 kvb_nullb_fresh() {
 	[ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
-	modprobe null_blk nr_devices=1 queue_mode=2 "$@" ||
-		ktap_exit_skip "cannot load null_blk $*"
-	udevadm settle 2>/dev/null || true
-	[ -b /dev/nullb0 ] || ktap_exit_skip "nullb0 did not appear"
+	kvb_nullb_load "$@"
+	case $? in
+	1) ktap_exit_skip "cannot load null_blk $*" ;;
+	2) ktap_exit_skip "nullb0 did not appear" ;;
+	esac
 }
 
 # Mount configfs (null_blk's configfs devices live there) if the guest
@@ -250,6 +322,26 @@ kvb_kmemleak_scan() {
 
 	echo scan > $km; sleep 2; echo scan > $km
 	cat $km > "$1"
+}
+
+# kvb_kmemleak_clean: scan, and return whether kmemleak found nothing
+# allocated on kvbatch's behalf, printing what it found: objects whose
+# allocation backtrace has a frame of kvbatch (kvb_*, kvp_*, [kvbatch])
+# or of the block core's elevator switch path that allocates for it
+# (elevator*, elv_*, blk_mq*). Only frames count, not the task name (every
+# test runs as a kvb_* task) or the hex dump. Needs kmemleak.
+kvb_kmemleak_clean() {
+	local f=$KVB_SCRATCH/kmemleak n mine
+
+	kvb_kmemleak_scan "$f"
+	awk '/^unreferenced object/ { if (hit) printf "%s", obj; obj = ""; hit = 0 }
+	     { obj = obj $0 "\n" }
+	     /^ *\[</ && /kv[bp]_|\[kvbatch\]|elevator|elv_|blk_mq/ { hit = 1 }
+	     END { if (hit) printf "%s", obj }' "$f" > "$f.ours"
+	n=$(grep -c '^unreferenced object' "$f")
+	mine=$(grep -c '^unreferenced object' "$f.ours")
+	log "kmemleak: $n unreferenced objects in total, $mine allocated by kvbatch or in an elevator switch"
+	[ "$mine" -eq 0 ] || { head -60 "$f.ours" | sed 's/^/# /'; return 1; }
 }
 
 kvb_nullb_teardown() {
@@ -377,3 +469,5 @@ kvb_fio() {
 	fi
 	return $rc
 }
+
+_kvb_setup

@@ -28,38 +28,38 @@ host_begin
 
 kernels=${KVB_KERNELS:-$(make -s --no-print-directory print-kernels)}
 kernels=$(echo "$kernels" | tr -s ' ' '\n' | grep -v '^$')
-[ -n "$kernels" ] || t_fail "a supported kernel is installed (6.1 or 6.12)"
+[ -n "$kernels" ] || ktap_test_fail "a supported kernel is installed (6.1 or 6.12)"
 
 # --- static checks -------------------------------------------------------
 for k in $kernels; do
 	log=$logdir/build-$k.log
 	if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules > "$log" 2>&1; then
-		if grep -E 'warning:|error:' "$log" | diag | grep .; then
-			t_fail "build $k with W=1 is warning-free"
+		if grep -E 'warning:|error:' "$log" | ktap_diag | grep .; then
+			ktap_test_fail "build $k with W=1 is warning-free"
 		else
-			t_pass "build $k with W=1 is warning-free"
+			ktap_test_pass "build $k with W=1 is warning-free"
 		fi
 	else
-		tail -20 "$log" | diag
-		t_fail "build $k with W=1 is warning-free"
+		tail -20 "$log" | ktap_diag
+		ktap_test_fail "build $k with W=1 is warning-free"
 	fi
 done
 
 first=$(echo "$kernels" | head -1)
 if [ -n "$first" ]; then
 	if make --no-print-directory KERNELRELEASE="$first" checkpatch > "$logdir/checkpatch.log" 2>&1; then
-		t_pass "checkpatch.pl --strict is clean"
+		ktap_test_pass "checkpatch.pl --strict is clean"
 	else
-		grep -E '^(ERROR|WARNING|CHECK)|^#|kvbatch:' "$logdir/checkpatch.log" | diag
-		t_fail "checkpatch.pl --strict is clean"
+		grep -E '^(ERROR|WARNING|CHECK)|^#|kvbatch:' "$logdir/checkpatch.log" | ktap_diag
+		ktap_test_fail "checkpatch.pl --strict is clean"
 	fi
 	for k in $kernels; do
 		touch kv-sched.c
 		make --no-print-directory KERNELRELEASE="$k" sparse > "$logdir/sparse-$k.log" 2>&1
-		if grep -E '^/.*: (warning|error):' "$logdir/sparse-$k.log" | diag | grep -q .; then
-			t_fail "sparse is clean on $k"
+		if grep -E '^/.*: (warning|error):' "$logdir/sparse-$k.log" | ktap_diag | grep -q .; then
+			ktap_test_fail "sparse is clean on $k"
 		else
-			t_pass "sparse is clean on $k"
+			ktap_test_pass "sparse is clean on $k"
 		fi
 	done
 fi
@@ -72,47 +72,47 @@ else
 fi
 tap_points "unit: " "$logdir/unit.log" '^(not )?ok [0-9]+ - '
 if [ $unit_rc -ne 0 ] || ! grep -qE '^ok [0-9]+ - ' "$logdir/unit.log"; then
-	tail -20 "$logdir/unit.log" | diag
-	t_fail "unit tests build and run"
+	tail -20 "$logdir/unit.log" | ktap_diag
+	ktap_test_fail "unit tests build and run"
 fi
 
 if make --no-print-directory tools > "$logdir/tools.log" 2>&1; then
-	t_pass "tools build with -Wall -Wextra -Werror"
+	ktap_test_pass "tools build with -Wall -Wextra -Werror"
 else
-	diag < "$logdir/tools.log"
-	t_fail "tools build with -Wall -Wextra -Werror"
+	ktap_diag < "$logdir/tools.log"
+	ktap_test_fail "tools build with -Wall -Wextra -Werror"
 fi
 
 # --- kvsim: command line, converter, its page in headless Chromium (host) -
 for t in cli browser; do
 	log=$logdir/kvsim-$t.log
 	selftests/kvsim_$t.sh > "$log" 2>&1
-	tap_points "kvsim $t: " "$log" '^(not )?ok [0-9]+ - '
-	grep '^# ' "$log" | diag
-	grep -qE '^(not )?ok [0-9]+ - ' "$log" || t_fail "kvsim $t test ran"
+	tap_points "kvsim $t: " "$log" '^(not )?ok [0-9]+ '
+	grep '^# ' "$log" | ktap_diag
+	grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvsim $t test ran"
 done
 
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then
-	t_pass "make deb builds the kvbatch-dkms package"
+	ktap_test_pass "make deb builds the kvbatch-dkms package"
 	if lintian --tag-display-limit 0 -I build/deb/kvbatch_*.changes \
 		> "$logdir/lintian.log" 2>&1 && ! grep -qE '^[EWI]: ' "$logdir/lintian.log"; then
-		t_pass "lintian is clean on the package (errors, warnings, info)"
+		ktap_test_pass "lintian is clean on the package (errors, warnings, info)"
 	else
-		grep -v 'root privileges' "$logdir/lintian.log" | diag
-		t_fail "lintian is clean on the package (errors, warnings, info)"
+		grep -v 'root privileges' "$logdir/lintian.log" | ktap_diag
+		ktap_test_fail "lintian is clean on the package (errors, warnings, info)"
 	fi
 else
-	diag < "$logdir/deb.log"
-	t_fail "make deb builds the kvbatch-dkms package"
+	ktap_diag < "$logdir/deb.log"
+	ktap_test_fail "make deb builds the kvbatch-dkms package"
 fi
 
 # --- guest selftests -----------------------------------------------------
 if make --no-print-directory selftests-bin > "$logdir/selftests-bin.log" 2>&1; then
-	t_pass "selftest helpers build with -Wall -Wextra -Werror"
+	ktap_test_pass "selftest helpers build with -Wall -Wextra -Werror"
 else
-	diag < "$logdir/selftests-bin.log"
-	t_fail "selftest helpers build with -Wall -Wextra -Werror"
+	ktap_diag < "$logdir/selftests-bin.log"
+	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
 fi
 newest=$(echo "$kernels" | sort -V | tail -1)
 for k in $kernels; do
@@ -120,7 +120,7 @@ for k in $kernels; do
 	if [ -z "${KVB_TESTS:-}" ] && [ "$k" != "$newest" ] &&
 	   [ "${KVB_PACKAGE_ALL:-0}" != 1 ]; then
 		tests=$(echo "$tests" | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')
-		t_skip "$k: kvb_package.sh runs on $newest only (KVB_PACKAGE_ALL=1 for all)"
+		ktap_test_skip "$k: kvb_package.sh" "runs on $newest only (KVB_PACKAGE_ALL=1 for all)"
 	fi
 	# shellcheck disable=SC2086
 	guest_run "$k" $tests

@@ -23,23 +23,23 @@ host_begin
 # at once, with no output), so the bzImage is booted.
 export KVVM_PVH=0
 make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
-	{ diag < "$logdir/tools.log"; t_fail "tools and selftest helpers build"; }
+	{ ktap_diag < "$logdir/tools.log"; ktap_test_fail "tools and selftest helpers build"; }
 tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')}
 
 for series in ${DEBUG_SERIES:-6.1 6.12}; do
 	t0=$(date +%s)
-	if k=$(scripts/debug-kernel.sh -s "$series" 2> >(diag)); then
-		t_pass "debug kernel $k built from linux-source-$series ($(($(date +%s) - t0)) s)"
+	if k=$(scripts/debug-kernel.sh -s "$series" 2> >(ktap_diag)); then
+		ktap_test_pass "debug kernel $k built from linux-source-$series ($(($(date +%s) - t0)) s)"
 	else
-		t_fail "debug kernel built from linux-source-$series"
+		ktap_test_fail "debug kernel built from linux-source-$series"
 		continue
 	fi
 	if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules > "$logdir/build-$k.log" 2>&1 &&
 	   ! grep -qE 'warning:|error:' "$logdir/build-$k.log"; then
-		t_pass "kvbatch builds against $k with W=1, warning-free"
+		ktap_test_pass "kvbatch builds against $k with W=1, warning-free"
 	else
-		grep -E 'warning:|error:' "$logdir/build-$k.log" | diag
-		t_fail "kvbatch builds against $k with W=1, warning-free"
+		grep -E 'warning:|error:' "$logdir/build-$k.log" | ktap_diag
+		ktap_test_fail "kvbatch builds against $k with W=1, warning-free"
 		continue
 	fi
 	# shellcheck disable=SC2086

@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "kv-rand.h"
 #include "kv-sched.h"
 #include "tap.h"
 
@@ -67,26 +68,13 @@ struct run_result {
 	u64	rate;		/* completions per second of busy time */
 };
 
-/* A small deterministic PRNG, so every run of the test is the same. */
+/* Deterministic, so every run of the test is the same. */
 static u64 rng_state;
-
-static u64 rng_next(void)
-{
-	rng_state ^= rng_state << 13;
-	rng_state ^= rng_state >> 7;
-	rng_state ^= rng_state << 17;
-	return rng_state;
-}
-
-static double rng_unit(void)
-{
-	return (double)(rng_next() >> 11) / (double)(1ULL << 53);
-}
 
 static u64 svc_time(const struct dev_model *m)
 {
 	double c = m->cv_pct / 100.0;
-	double e = -__builtin_log(1.0 - rng_unit());
+	double e = -__builtin_log(1.0 - kv_rand_unit(&rng_state));
 
 	return (u64)(m->svc_ns * ((1.0 - c) + c * e)) + 1;
 }
@@ -143,7 +131,7 @@ static void dev_submit(struct sim *s, u64 now, u64 arr)
 
 	s->inflight++;
 	if (s->m->random_unit) {
-		u = rng_next() % s->m->units;
+		u = kv_rand64(&rng_state) % s->m->units;
 		ring_push(&s->q[u], arr);
 		unit_start(s, u, now);
 		return;
@@ -211,7 +199,7 @@ static int run(const struct dev_model *m, const struct load_model *load,
 
 			if (load->host_ns) {
 				u64 cost = (u64)(load->host_ns *
-					-__builtin_log(1.0 - rng_unit()));
+					-__builtin_log(1.0 - kv_rand_unit(&rng_state)));
 
 				if (kicked)
 					cost += load->kick_ns;
@@ -552,16 +540,11 @@ static bool test_bounds(void)
 	return true;
 }
 
-int main(void)
-{
-	static const struct tap_test tests[] = {
-		{ test_steady, "depth: steady load keeps throughput and the queue" },
-		{ test_bursty, "depth: bursts with idle gaps keep throughput" },
-		{ test_host_bound, "depth: a host-bound device keeps its throughput" },
-		{ test_clock_order, "depth: a clock read out of order" },
-		{ test_idle_gap, "depth: idle time does not shrink the limit" },
-		{ test_bounds, "depth: the limit stays within its bounds" },
-	};
-
-	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
-}
+TAP_MAIN(
+	{ test_steady, "depth: steady load keeps throughput and the queue" },
+	{ test_bursty, "depth: bursts with idle gaps keep throughput" },
+	{ test_host_bound, "depth: a host-bound device keeps its throughput" },
+	{ test_clock_order, "depth: a clock read out of order" },
+	{ test_idle_gap, "depth: idle time does not shrink the limit" },
+	{ test_bounds, "depth: the limit stays within its bounds" }
+)

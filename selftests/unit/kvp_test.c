@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "kv-rand.h"
 #include "kvsim-core.h"
 #include "tap.h"
 
@@ -44,10 +45,10 @@
 
 /* ---- traces ----------------------------------------------------------- */
 
-#define IOP_RT		KVS_IOPRIO(KVS_CLASS_RT, 0, 4)
-#define IOP_BE		KVS_IOPRIO(KVS_CLASS_BE, 0, 4)
-#define IOP_BE_HINT	KVS_IOPRIO(KVS_CLASS_BE, 1, 4)
-#define IOP_IDLE	KVS_IOPRIO(KVS_CLASS_IDLE, 0, 7)
+#define IOP_RT		KV_IOPRIO(KV_IOPRIO_CLASS_RT, 0, 4)
+#define IOP_BE		KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 4)
+#define IOP_BE_HINT	KV_IOPRIO(KV_IOPRIO_CLASS_BE, 1, 4)
+#define IOP_IDLE	KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 0, 7)
 
 /* A sync read of 8 sectors on @die. */
 static struct kvs_req rd(u64 t, u64 key, u16 ioprio, int die, u64 svc)
@@ -838,20 +839,17 @@ static bool test_least_work(void)
 
 /* ---- e. starvation bounds ---------------------------------------------- */
 
+/* Fixed seeds: identical traces everywhere. */
 static u64 rng_state;
 
 static u32 rnd(void)
 {
-	/* xorshift64*: fixed seeds, identical traces everywhere. */
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return (u32)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
+	return kv_rand32(&rng_state);
 }
 
 static u32 rnd_in(u32 lo, u32 hi)
 {
-	return lo + rnd() % (hi - lo + 1);
+	return kv_rand_in(&rng_state, lo, hi);
 }
 
 static bool test_starvation(void)
@@ -920,8 +918,8 @@ static bool test_starvation(void)
 /* ---- f. randomized traces ---------------------------------------------- */
 
 static const u16 rnd_prios[] = {
-	IOP_RT, IOP_BE, IOP_BE_HINT, IOP_IDLE, KVS_IOPRIO(0, 0, 0),
-	KVS_IOPRIO(KVS_CLASS_BE, 0, 0),
+	IOP_RT, IOP_BE, IOP_BE_HINT, IOP_IDLE, KV_IOPRIO(0, 0, 0),
+	KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 0),
 };
 
 /* A random trace and configuration; returns the number of requests. */
@@ -1575,14 +1573,14 @@ static bool test_tiers(void)
 	} m[] = {
 		{ IOP_RT, false, true, KVB_TIER_DEMAND, "RT read" },
 		{ IOP_BE_HINT, false, true, KVB_TIER_DEMAND, "BE+hint read" },
-		{ KVS_IOPRIO(0, 3, 0), false, true, KVB_TIER_DEMAND,
+		{ KV_IOPRIO(0, 3, 0), false, true, KVB_TIER_DEMAND,
 		  "NONE+hint read" },
 		{ IOP_BE, false, true, KVB_TIER_NORMAL, "BE read" },
-		{ KVS_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
+		{ KV_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
 		  "NONE read" },
 		{ IOP_IDLE, false, true, KVB_TIER_PREFETCH, "IDLE read" },
 		/* kv-sched.h: IDLE -> PREFETCH; hints lift BE only. */
-		{ KVS_IOPRIO(KVS_CLASS_IDLE, 1, 7), false, true,
+		{ KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 1, 7), false, true,
 		  KVB_TIER_PREFETCH, "IDLE+hint read" },
 		{ IOP_BE, true, false, KVB_TIER_WRITE, "async write" },
 		{ IOP_RT, true, false, KVB_TIER_WRITE, "async RT write" },
@@ -1677,32 +1675,27 @@ static bool test_defer_max_and_hold(void)
 	return true;
 }
 
-int main(void)
-{
-	static const struct tap_test tests[] = {
-		{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
-		{ test_seed_prefetch, "seed 2: demand vs prefetch" },
-		{ test_seed_gc, "seed 3: writes held during a recall" },
-		{ test_seed_gc_defer_max,
-		  "seed 3: write_defer_max releases writes early" },
-		{ test_least_work, "least remaining work first" },
-		{ test_starvation, "starvation bounds under a demand flood" },
-		{ test_random, "200 randomized traces, invariants per event" },
-		{ test_overflow, "pool overflow and reuse" },
-		{ test_lifetime, "batch lifetime and histogram" },
-		{ test_window, "batch window joins and reopens" },
-		{ test_window_clock_order, "batch window with clock readings out of order" },
-		{ test_max_inflight, "max_inflight bounds the device" },
-		{ test_requeue_merge, "requeue and merged-away requests" },
-		{ test_merge_burst,
-		  "write merged away mid-burst keeps later writes deferred" },
-		{ test_merge_head,
-		  "a batch receiving older data by a merge ages from it" },
-		{ test_tiers, "tier of each ioprio class and direction" },
-		{ test_share, "normal and prefetch shares under a demand backlog" },
-		{ test_defer_max_and_hold,
-		  "write_defer_max with demand queued; held agrees with choose" },
-	};
-
-	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
-}
+TAP_MAIN(
+	{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
+	{ test_seed_prefetch, "seed 2: demand vs prefetch" },
+	{ test_seed_gc, "seed 3: writes held during a recall" },
+	{ test_seed_gc_defer_max,
+	  "seed 3: write_defer_max releases writes early" },
+	{ test_least_work, "least remaining work first" },
+	{ test_starvation, "starvation bounds under a demand flood" },
+	{ test_random, "200 randomized traces, invariants per event" },
+	{ test_overflow, "pool overflow and reuse" },
+	{ test_lifetime, "batch lifetime and histogram" },
+	{ test_window, "batch window joins and reopens" },
+	{ test_window_clock_order, "batch window with clock readings out of order" },
+	{ test_max_inflight, "max_inflight bounds the device" },
+	{ test_requeue_merge, "requeue and merged-away requests" },
+	{ test_merge_burst,
+	  "write merged away mid-burst keeps later writes deferred" },
+	{ test_merge_head,
+	  "a batch receiving older data by a merge ages from it" },
+	{ test_tiers, "tier of each ioprio class and direction" },
+	{ test_share, "normal and prefetch shares under a demand backlog" },
+	{ test_defer_max_and_hold,
+	  "write_defer_max with demand queued; held agrees with choose" }
+)

@@ -595,22 +595,17 @@ out:
 	return true;
 }
 
-int main(void)
-{
-	static const struct tap_test tests[] = {
-		{ test_tail, "kvsim: built-in tail: completion order, same work" },
-		{ test_prefetch,
-		  "kvsim: built-in prefetch: completion order, same work" },
-		{ test_writes,
-		  "kvsim: built-in writes: completion order, same work" },
-		{ test_ticks, "kvsim: every event of a built-in on a tick" },
-		{ test_roundtrip, "kvsim: dumped traces parse back unchanged" },
-		{ test_parse_errors, "kvsim: bad trace lines refused with line" },
-		{ test_die_range, "kvsim: dies beyond the device refused" },
-		{ test_random,
-		  "kvsim: random traces conserve work, no double dispatch" },
-		{ test_check_detects, "kvsim: the check catches lost work" },
-	};
-
-	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));
-}
+TAP_MAIN(
+	{ test_tail, "kvsim: built-in tail: completion order, same work" },
+	{ test_prefetch,
+	  "kvsim: built-in prefetch: completion order, same work" },
+	{ test_writes,
+	  "kvsim: built-in writes: completion order, same work" },
+	{ test_ticks, "kvsim: every event of a built-in on a tick" },
+	{ test_roundtrip, "kvsim: dumped traces parse back unchanged" },
+	{ test_parse_errors, "kvsim: bad trace lines refused with line" },
+	{ test_die_range, "kvsim: dies beyond the device refused" },
+	{ test_random,
+	  "kvsim: random traces conserve work, no double dispatch" },
+	{ test_check_detects, "kvsim: the check catches lost work" }
+)

@@ -3,7 +3,8 @@
  * The unit tests' TAP harness: each test is a bool (*)(void) that records
  * failures with EXPECT() (the first few messages of a test are printed)
  * and run_test() prints its "ok N - desc" / "not ok N - desc" line.
- * Included once per test program.
+ * Included once per test program, which ends with TAP_MAIN() listing its
+ * tests.
  */
 #ifndef _KVB_UNIT_TAP_H
 #define _KVB_UNIT_TAP_H
@@ -81,6 +82,18 @@ static int tap_run(const struct tap_test *tests, int n)
 	     (t1.tv_nsec - t0.tv_nsec) / 1e9);
 	printf("%d passed, %d failed\n", nr_pass, nr_fail);
 	return nr_fail ? 1 : 0;
+}
+
+/*
+ * The test program's main(): its tests, in order, as { fn, "desc" }
+ * entries, run by tap_run().
+ */
+#define TAP_MAIN(...)							\
+int main(void)								\
+{									\
+	static const struct tap_test tests[] = { __VA_ARGS__ };	\
+									\
+	return tap_run(tests, sizeof(tests) / sizeof(tests[0]));	\
 }
 
 #endif /* _KVB_UNIT_TAP_H */

@@ -16,10 +16,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#define IOPRIO_CLASS_BE	2
-/* class in bits 13..15, hint in bits 3..12, level in bits 0..2 */
-#define IOPRIO_PRIO_VALUE_HINT(class, level, hint) \
-	(((class) << 13) | ((hint) << 3) | (level))
+/* The tag's layout (tools/include; class, hint and level bits). */
+#include "../include/kv-ioprio.h"
 
 static double now_ms(void)
 {
@@ -46,7 +44,7 @@ int main(int argc, char **argv)
 	n = atoi(argv[3]);
 	if (argc == 5)
 		bs = atoi(argv[4]);
-	if (hint < 1 || hint > 1023 || n < 1 || n > 256 || !bs || bs % 4096) {
+	if (hint < 1 || hint > KV_IOPRIO_HINT_MAX || n < 1 || n > 256 || !bs || bs % 4096) {
 		fprintf(stderr, "recall: bad argument\n");
 		return 2;
 	}
@@ -64,7 +62,7 @@ int main(int argc, char **argv)
 
 		io_uring_prep_read(sqe, fd, buf + (size_t)i * bs, bs,
 				   (off_t)i * bs);
-		sqe->ioprio = IOPRIO_PRIO_VALUE_HINT(IOPRIO_CLASS_BE, 0, hint);
+		sqe->ioprio = KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0);
 	}
 	io_uring_submit(&ring);
 
@@ -76,7 +74,7 @@ int main(int argc, char **argv)
 		io_uring_cqe_seen(&ring, cqe);
 	}
 	printf("recall: %u reads of %u bytes, tag 0x%x, last completed after %.2f ms\n",
-	       n, bs, IOPRIO_PRIO_VALUE_HINT(IOPRIO_CLASS_BE, 0, hint),
+	       n, bs, KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0),
 	       now_ms() - start);
 	return 0;
 }

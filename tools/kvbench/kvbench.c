@@ -37,16 +37,12 @@
 #include <time.h>
 #include <unistd.h>
 
+/* tools/include, found from this file's directory. */
+#include "../include/kv-ioprio.h"
+#include "../include/kv-rand.h"
+
 #define MAX_SIZES	16
 #define MAX_DEPTH	16384
-
-#define IOPRIO_CLASS_SHIFT	13
-#define IOPRIO_HINT_SHIFT	3
-#define IOPRIO_RT		1
-#define IOPRIO_BE		2
-#define IOPRIO_IDLE		3
-#define MKPRIO(c, h, l)	((uint16_t)(((c) << IOPRIO_CLASS_SHIFT) | \
-				    ((h) << IOPRIO_HINT_SHIFT) | (l)))
 
 enum role { R_DEMAND, R_FOREIGN, R_PREFETCH, R_WRITE, NR_ROLES };
 static const char *const role_names[NR_ROLES] = {
@@ -154,29 +150,16 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* xorshift64*: deterministic with --seed. */
-static uint64_t rnd_next(uint64_t *st)
-{
-	*st ^= *st >> 12;
-	*st ^= *st << 25;
-	*st ^= *st >> 27;
-	return *st * 0x2545f4914f6cdd1dULL;
-}
-
+/* Offsets: deterministic with --seed. */
 static uint64_t rnd(void)
 {
-	return rnd_next(&rng_io);
-}
-
-static double rnd_unit_of(uint64_t *st)
-{
-	return (rnd_next(st) >> 11) * (1.0 / 9007199254740992.0);
+	return kv_rand64(&rng_io);
 }
 
 /* Exponential with the given mean, in ns. */
 static uint64_t rnd_exp_ns(uint64_t *st, double mean_s)
 {
-	return (uint64_t)(-log(1 - rnd_unit_of(st)) * mean_s * 1e9);
+	return (uint64_t)(-log(1 - kv_rand_unit(st)) * mean_s * 1e9);
 }
 
 static unsigned long parse_num(const char *s, const char *what,
@@ -341,17 +324,17 @@ static void prep(struct bench *b, enum role role, struct batch *batch,
 static uint16_t demand_prio(struct bench *b)
 {
 	/* A distinct hint per batch, so each is its own batch stream. */
-	unsigned int hint = 1 + (b->next_hint++ % 1023);
+	unsigned int hint = 1 + (b->next_hint++ % KV_IOPRIO_HINT_MAX);
 
 	switch (o.tag) {
 	case TAG_RT:
-		return MKPRIO(IOPRIO_RT, hint, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_RT, hint, 0);
 	case TAG_BE:
-		return MKPRIO(IOPRIO_BE, 0, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 0);
 	case TAG_NONE:
 		return 0;
 	default:
-		return MKPRIO(IOPRIO_BE, hint, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0);
 	}
 }
 
@@ -360,7 +343,7 @@ static uint16_t role_prio(enum role role)
 	switch (role) {
 	case R_PREFETCH:
 	case R_WRITE:
-		return MKPRIO(IOPRIO_IDLE, 0, 0);
+		return KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 0, 0);
 	default:
 		return 0;
 	}
@@ -697,7 +680,7 @@ int main(int argc, char **argv)
 		streams[i].rng = (o.seed + 1) * 0xd1b54a32d192ed03ULL + i * 0x94d049bb133111ebULL + 1;
 		/* Spread the streams' first batches over one think time. */
 		streams[i].next_ns = start + (o.think_ms > 0 ?
-			(uint64_t)(rnd_unit_of(&streams[i].rng) * o.think_ms * 1e6) : 0);
+			(uint64_t)(kv_rand_unit(&streams[i].rng) * o.think_ms * 1e6) : 0);
 	}
 	refill(b, start);
 	for (;;) {
@@ -711,7 +694,7 @@ int main(int argc, char **argv)
 			struct batch *bt = new_batch();
 
 			bt->stream = -1;
-			bt->size_idx = rnd_next(&rng_trace) % o.nr_sizes;
+			bt->size_idx = kv_rand64(&rng_trace) % o.nr_sizes;
 			bt->size = o.sizes[bt->size_idx];
 			submit_batch(b, bt, next_arrival);
 			open_batches++;
@@ -725,7 +708,7 @@ int main(int argc, char **argv)
 				struct batch *bt = new_batch();
 
 				bt->stream = i;
-				bt->size_idx = rnd_next(&st->rng) % o.nr_sizes;
+				bt->size_idx = kv_rand64(&st->rng) % o.nr_sizes;
 				bt->size = o.sizes[bt->size_idx];
 				submit_batch(b, bt, t);
 				open_batches++;

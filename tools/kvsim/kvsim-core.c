@@ -37,10 +37,10 @@ static u64 kvs_head_ns(struct kvp_batch *b)
 /* mq-deadline's view of ioprio: RT, then BE (NONE counts as BE), IDLE. */
 static unsigned int kvs_prio_class(u16 ioprio)
 {
-	switch (ioprio >> 13) {
-	case KVS_CLASS_RT:
+	switch (KV_IOPRIO_CLASS(ioprio)) {
+	case KV_IOPRIO_CLASS_RT:
 		return 0;
-	case KVS_CLASS_IDLE:
+	case KV_IOPRIO_CLASS_IDLE:
 		return 2;
 	default:
 		return 1;

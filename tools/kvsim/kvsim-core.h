@@ -19,6 +19,7 @@
 #ifndef _KVSIM_CORE_H
 #define _KVSIM_CORE_H
 
+#include "kv-ioprio.h"
 #include "kv-user.h"
 #include "kv-sched.h"
 
@@ -33,14 +34,6 @@ enum kvs_sched {
 };
 
 extern const char *const kvs_sched_names[KVS_NR_SCHEDS];
-
-/* Linux ioprio encoding: class in bits 13..15, hint 3..12, level 0..2. */
-#define KVS_CLASS_NONE	0
-#define KVS_CLASS_RT	1
-#define KVS_CLASS_BE	2
-#define KVS_CLASS_IDLE	3
-#define KVS_IOPRIO(class, hint, level) \
-	((u16)(((class) << 13) | ((hint) << 3) | (level)))
 
 struct kvs_req {
 	/* Input: filled by the caller. */

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
+#include "kv-rand.h"
 #include "kvsim-trace.h"
 
 const char *const kvsim_class_names[KVSIM_NR_CLASSES] = {
@@ -21,11 +22,11 @@ const char *const kvsim_class_names[KVSIM_NR_CLASSES] = {
 
 /* The I/O priority a class of request carries (the seed's tags). */
 static const u16 kvsim_class_ioprio[KVSIM_NR_CLASSES] = {
-	[KVSIM_DEMAND]		= KVS_IOPRIO(KVS_CLASS_RT, 0, 4),
-	[KVSIM_HINT]		= KVS_IOPRIO(KVS_CLASS_BE, 1, 4),
-	[KVSIM_NORMAL]		= KVS_IOPRIO(KVS_CLASS_BE, 0, 4),
-	[KVSIM_PREFETCH]	= KVS_IOPRIO(KVS_CLASS_IDLE, 0, 7),
-	[KVSIM_WRITE]		= KVS_IOPRIO(KVS_CLASS_BE, 0, 4),
+	[KVSIM_DEMAND]		= KV_IOPRIO(KV_IOPRIO_CLASS_RT, 0, 4),
+	[KVSIM_HINT]		= KV_IOPRIO(KV_IOPRIO_CLASS_BE, 1, 4),
+	[KVSIM_NORMAL]		= KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 4),
+	[KVSIM_PREFETCH]	= KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 0, 7),
+	[KVSIM_WRITE]		= KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 4),
 };
 
 /*
@@ -630,21 +631,8 @@ int kvsim_load_file(struct kvsim_trace *t, const char *path, char *err,
 
 /* ---- random traces ---------------------------------------------------- */
 
+/* The same trace for a seed on every machine. */
 static u64 kvsim_rng;
-
-static u32 kvsim_rnd(void)
-{
-	/* xorshift64*: the same trace for a seed on every machine. */
-	kvsim_rng ^= kvsim_rng >> 12;
-	kvsim_rng ^= kvsim_rng << 25;
-	kvsim_rng ^= kvsim_rng >> 27;
-	return (u32)((kvsim_rng * 0x2545f4914f6cdd1dULL) >> 32);
-}
-
-static u32 kvsim_rnd_in(u32 lo, u32 hi)
-{
-	return lo + kvsim_rnd() % (hi - lo + 1);
-}
 
 static int kvsim_rand_rq(struct kvsim_trace *t, u64 ts, const char *name,
 			 enum kvsim_class c, u32 dies)
@@ -656,19 +644,19 @@ static int kvsim_rand_rq(struct kvsim_trace *t, u64 ts, const char *name,
 		return -1;
 	rq->arrival = ts;
 	rq->key = (u64)key;
-	rq->nr_sectors = 8 * kvsim_rnd_in(1, 16);
+	rq->nr_sectors = 8 * kv_rand_in(&kvsim_rng, 1, 16);
 	t->cls[t->nr - 1] = (u8)c;
 	if (c == KVSIM_WRITE) {
 		/* Writes go by sector, so bursts have something to sort. */
 		kvsim_set_kind(rq, c, true, false);
-		rq->sector = kvsim_rnd_in(0, 64 * dies - 1) * 64;
+		rq->sector = kv_rand_in(&kvsim_rng, 0, 64 * dies - 1) * 64;
 		rq->die = -1;
-		rq->service = kvsim_rnd_in(100, 400) * 1000ULL;
+		rq->service = kv_rand_in(&kvsim_rng, 100, 400) * 1000ULL;
 	} else {
 		kvsim_set_kind(rq, c, false, true);
-		rq->die = (int)kvsim_rnd_in(0, dies - 1);
+		rq->die = (int)kv_rand_in(&kvsim_rng, 0, dies - 1);
 		rq->sector = (u64)rq->die * 1024;
-		rq->service = kvsim_rnd_in(20, 150) * 1000ULL;
+		rq->service = kv_rand_in(&kvsim_rng, 20, 150) * 1000ULL;
 	}
 	return 0;
 }
@@ -701,13 +689,13 @@ int kvsim_random(struct kvsim_trace *t, u32 n, u64 seed, u32 dies)
 	t->chunk = 64;
 
 	for (i = 0; i < n; ) {
-		u32 kind = kvsim_rnd() % 10;
+		u32 kind = kv_rand32(&kvsim_rng) % 10;
 
-		ts += kvsim_rnd_in(0, 400 / dies) * 1000ULL;
+		ts += kv_rand_in(&kvsim_rng, 0, 400 / dies) * 1000ULL;
 		if (kind < 4) {
-			u32 size = kvsim_rnd_in(1, 8);
-			enum kvsim_class c = kvsim_rnd() % 2 ? KVSIM_DEMAND :
-						KVSIM_HINT;
+			u32 size = kv_rand_in(&kvsim_rng, 1, 8);
+			enum kvsim_class c = kv_rand32(&kvsim_rng) % 2 ?
+					     KVSIM_DEMAND : KVSIM_HINT;
 
 			snprintf(name, sizeof(name), "r%u", ++recall);
 			for (k = 0; k < size && i < n; k++, i++)
@@ -716,7 +704,8 @@ int kvsim_random(struct kvsim_trace *t, u32 n, u64 seed, u32 dies)
 			continue;
 		}
 		if (kind < 7) {
-			snprintf(name, sizeof(name), "f%u", kvsim_rnd_in(1, 3));
+			snprintf(name, sizeof(name), "f%u",
+				 kv_rand_in(&kvsim_rng, 1, 3));
 			if (kvsim_rand_rq(t, ts, name, KVSIM_NORMAL, dies))
 				return -1;
 		} else if (kind < 9) {

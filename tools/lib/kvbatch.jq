@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# tools/lib/kvbatch.jq: jq definitions shared by tools/kvcompare and
+# tools/kvreport ("jq -L tools/lib 'include "kvbatch"; ...'").
+
+# best_peer($r; $s; $k; f): the best (lowest) figure f among the
+# schedulers of the list $s other than $k, in $r (scheduler -> result):
+# what "mean/best" and "p99/best" divide by.
+def best_peer($r; $s; $k; f): [$s[] | select(. != $k) | $r[.] | f] | min;

@@ -1,0 +1,27 @@
+# SPDX-License-Identifier: GPL-2.0
+# shellcheck shell=bash disable=SC2034
+#
+# tools/lib/kvbatch.sh: what the shell tools (kvsuite, kvcompare,
+# kvreport) and the selftests (selftests/lib.sh) share. Sourced; defines
+# nothing but these names.
+
+# The schedulers kvbatch is compared with, then kvbatch: the rows of
+# every comparison table, in this order.
+KVB_SCHEDS="none mq-deadline kyber bfq kvbatch"
+
+# kvb_load_peers: load the peers that are modules (kyber, bfq), so that a
+# queue offers them; a kernel without one just does not.
+kvb_load_peers() {
+	modprobe -q kyber-iosched 2>/dev/null || true
+	modprobe -q bfq 2>/dev/null || true
+}
+
+# kvb_nullb_load PARAM...: load null_blk with one blk-mq device, nullb0,
+# shaped by the module parameters PARAM (later ones override earlier
+# ones). Returns 1 if modprobe failed, 2 if it loaded but /dev/nullb0 did
+# not appear.
+kvb_nullb_load() {
+	modprobe null_blk nr_devices=1 queue_mode=2 "$@" || return 1
+	udevadm settle 2>/dev/null || true
+	[ -b /dev/nullb0 ] || return 2
+}
