@@ -188,25 +188,26 @@ kvb_load() {
 	insmod "$KVB_KO"
 }
 
-# kvbatch's tunables as kvb_tunables[] in kv-sched.c defines them (the
-# sysfs test fails if iosched/ and this table differ): name, default, min,
-# max, and the largest value the stress tests write under load. Beyond
-# that, expiry times reach minutes, and a loaded queue would only starve
-# the test's own fio, which says nothing about safety.
-KVB_TUNABLES=(
-	"demand_expire_ms	250	1	60000	1000"
-	"normal_expire_ms	500	1	60000	1000"
-	"prefetch_expire_ms	2000	1	600000	3000"
-	"write_expire_ms	5000	1	600000	5000"
-	"write_batch		16	1	256	64"
-	"write_defer_max	128	1	4096	512"
-	"batch_window_us	0	0	1000000	5000"
-	"max_inflight		0	0	4096	64"
-	"front_merges		1	0	1	1"
-	"async_depth		0	0	65536	64"
-	"normal_share_pct	0	0	50	50"
-	"prefetch_share_pct	5	0	50	50"
+# kvbatch's numeric tunables, read from the list the module is built from
+# (kv-tunables.h; batch_key takes a name and is tested on its own), so a
+# new tunable needs nothing here: "name default min max load-max" each.
+# The sysfs test fails if iosched/ and this table differ. load-max is the
+# largest value the stress tests write under load: beyond these, expiry
+# times reach minutes, and a loaded queue would only starve the test's own
+# fio, which says nothing about safety. A tunable not named here is
+# written up to its maximum.
+declare -A KVB_LOAD_MAX=(
+	[demand_expire_ms]=1000 [normal_expire_ms]=1000
+	[prefetch_expire_ms]=3000 [write_expire_ms]=5000 [write_batch]=64
+	[write_defer_max]=512 [batch_window_us]=5000 [max_inflight]=64
+	[async_depth]=64
 )
+KVB_TUNABLES=()
+while read -r name def lo hi; do
+	KVB_TUNABLES+=("$name	$def	$lo	$hi	${KVB_LOAD_MAX[$name]:-$hi}")
+done < <(awk -F '[(),[:space:]]+' \
+	'/^KVB_TUNABLE\([A-Z_]+,[[:space:]]*[a-z_]+,[[:space:]]*[0-9]+,/ {
+		print $3, $4, $5, $6 }' "$KVB_ROOT/kv-tunables.h")
 
 # kvb_tunables_random DIR: write a random valid value, up to the load
 # maximum, to every tunable in DIR (a queue's iosched/).
