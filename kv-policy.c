@@ -39,9 +39,9 @@
 #ifdef __KERNEL__
 #include "kv_trace.h"
 #else
-#define trace_kvbatch_batch_open(dev, key, tier, seq) do { } while (0)
-#define trace_kvbatch_batch_close(dev, key, tier, seq, n, bytes, dur) \
-	do { } while (0)
+/* Variadic: checkpatch of 6.12 and later flags named arguments unused. */
+#define trace_kvbatch_batch_open(...) do { } while (0)
+#define trace_kvbatch_batch_close(...) do { } while (0)
 #endif
 
 const char *const kvb_tier_names[KVB_NR_TIERS] = {
