@@ -115,13 +115,21 @@ kvb_depth_arg_queue(struct blk_mq_hw_ctx *hctx)
 #endif
 
 /*
- * Size of the scheduler tag pool. Read from the sbitmap rather than from
- * q->nr_requests: on 6.1, depth_updated() runs before the core stores the
- * new nr_requests.
+ * Size of the scheduler tag pool. Up to 6.12 it is read from the sbitmap
+ * rather than from q->nr_requests: on 6.1, depth_updated() runs before the
+ * core stores the new nr_requests. Where depth_updated() takes the queue,
+ * the core stores nr_requests first (before init_sched() too), and the
+ * sbitmap of tags shared by all hardware queues is sized nr_requests less
+ * the tag set's reserved tags, so it would read one short on a SCSI host
+ * with a reserved tag: take q->nr_requests, as mq-deadline and kyber do.
  */
 static inline unsigned int kvb_sched_depth(struct blk_mq_hw_ctx *hctx)
 {
+#ifdef KVB_DEPTH_UPDATED_TAKES_Q
+	return hctx->queue->nr_requests;
+#else
 	return hctx->sched_tags->bitmap_tags.sb.depth;
+#endif
 }
 
 /*
