@@ -7,6 +7,7 @@
 #   make KDIR=<dir> KSRC=<dir> use another build tree / kernel source tree
 #   make all-kernels           build for every supported installed kernel
 #   make test                  the test suite (what .ci/run runs)
+#   make test-extended         the same with every test on every kernel
 #   make test-debug            selftests on a KASAN/lockdep/kmemleak kernel
 #   make soak                  10 minutes of mixed load with every stress
 #   make unit                  policy core unit tests (userspace)
@@ -85,7 +86,8 @@ endif
 SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h scripts
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-compat.h kv_trace.h
 
-.PHONY: all modules prepare all-kernels test test-debug soak unit demo bench \
+.PHONY: all modules prepare all-kernels test test-extended test-debug soak \
+	unit demo bench \
 	checkpatch sparse \
 	deps clean help print-kernels selftests-bin tools kvsim \
 	install uninstall deb
@@ -220,6 +222,11 @@ unit:
 
 test: deps
 	@$(TOP)/selftests/run-all.sh
+
+# make test with the newest-kernel-only tests (package, install) on every
+# kernel: about 10 minutes more.
+test-extended: deps
+	@KVB_ALL_KERNELS=1 $(TOP)/selftests/run-all.sh
 
 # The debug-kernel run (on each series of DEBUG_SERIES, default "6.1 6.12";
 # each kernel is built once, cached in /var/cache/kvbatch) and the soak
