@@ -67,9 +67,19 @@ first=$(echo "$kernels" | head -1)
 if [ -n "$first" ]; then
 	for k in $kernels; do
 		touch kv-sched.c
-		make --no-print-directory KERNELRELEASE="$k" sparse > "$logdir/sparse-$k.log" 2>&1
-		if grep -E '^/.*: (warning|error):' "$logdir/sparse-$k.log" | diag | grep -q .; then
+		log=$logdir/sparse-$k.log
+		make --no-print-directory KERNELRELEASE="$k" sparse > "$log" 2>&1
+		# kbuild drops C=2 with only a warning when its
+		# checker-valid.sh rejects the sparse it finds: Debian 13's
+		# 0.6.4 cannot parse 7.3's __typeof_unqual__ (and 7.3's
+		# headers package lacks that script). Nothing was checked.
+		if grep -q 'specified, but sparse is not available or not up to date' "$log"; then
+			t_skip "sparse on $k: kbuild rejects the sparse it finds as too old for $k, so nothing was checked (see $log)"
+		elif grep -E '^/.*: (warning|error):' "$log" | diag | grep -q .; then
 			t_fail "sparse is clean on $k"
+		elif ! grep -q '^ *CHECK ' "$log"; then
+			tail -5 "$log" | diag
+			t_fail "sparse is clean on $k (sparse checked nothing)"
 		else
 			t_pass "sparse is clean on $k"
 		fi
