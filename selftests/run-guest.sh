@@ -32,13 +32,16 @@ for t in "${tests[@]}"; do
 	n=$((n + 1))
 	echo "# selftests: kvbatch: $t"
 	start=$(date +%s)
-	timeout --foreground -k 10 "$timeout" "./$t" 2>&1 | sed -u 's/^/# /'
+	# A test may need longer than the others ("timeout.TEST=S").
+	tmo=$(sed -n "s/^timeout\.$t=//p" settings)
+	tmo=${tmo:-$timeout}
+	timeout --foreground -k 10 "$tmo" "./$t" 2>&1 | sed -u 's/^/# /'
 	rc=${PIPESTATUS[0]}
 	secs=$(($(date +%s) - start))
 	case $rc in
 	0) echo "ok $n selftests: kvbatch: $t # ${secs}s" ;;
 	4) echo "ok $n selftests: kvbatch: $t # SKIP" ;;
-	124) echo "not ok $n selftests: kvbatch: $t # TIMEOUT $timeout seconds"
+	124) echo "not ok $n selftests: kvbatch: $t # TIMEOUT $tmo seconds"
 	     failed=1 ;;
 	*) echo "not ok $n selftests: kvbatch: $t # exit=$rc"
 	   failed=1 ;;
