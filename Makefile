@@ -7,6 +7,7 @@
 #   make KDIR=<dir> KSRC=<dir> use another build tree / kernel source tree
 #   make all-kernels           build for every supported installed kernel
 #   make test                  the test suite (what .ci/run runs)
+#   make test-extended         the same with every test on every kernel
 #   make test-debug            selftests on a KASAN/lockdep/kmemleak kernel
 #   make soak                  10 minutes of mixed load with every stress
 #   make unit                  policy core unit tests (userspace)
@@ -22,11 +23,28 @@
 TOP		:= $(abspath $(dir $(lastword $(MAKEFILE_LIST))))
 BUILD		:= $(TOP)/build
 
-# Debian kernels kvbatch supports and tests: the newest 6.1 and 6.12 in /boot.
-newest_krel	= $(lastword $(sort $(patsubst /boot/vmlinuz-%,%,$(wildcard /boot/vmlinuz-$(1)))))
+# The kernel series the test suite passes on. The elevator API and the
+# layouts of the private block/ structures change from series to series, so
+# any other series is refused at build time (KVB_ALLOW_UNTESTED=1 to port).
+TESTED_SERIES	:= 6.1 6.12 7.3
+
+# Debian 13's 7.3 kernel (trixie-backports) is installed, with its headers
+# and build tools, in the cached Debian 13 root of scripts/trixie-root.sh,
+# which keeps its vmlinuz in /usr/lib/modules/<release>/ (so does a guest
+# booted on that root).
+KVB_TRIXIE_CACHE ?= /var/cache/kvbatch
+TRIXIE_ROOT	:= $(KVB_TRIXIE_CACHE)/trixie-root
+krels_in	= $(patsubst /boot/vmlinuz-%,%,$(wildcard /boot/vmlinuz-$(1))) \
+		  $(patsubst /usr/lib/modules/%/vmlinuz,%,$(wildcard /usr/lib/modules/$(1)/vmlinuz)) \
+		  $(patsubst $(TRIXIE_ROOT)/usr/lib/modules/%/vmlinuz,%,$(wildcard $(TRIXIE_ROOT)/usr/lib/modules/$(1)/vmlinuz))
+
+# Debian kernels kvbatch supports and tests: the newest 6.1 and 6.12 in
+# /boot and the newest 7.3 (in the Debian 13 root, or in / in its guest).
+newest_krel	= $(lastword $(sort $(call krels_in,$(1))))
 KREL_61		:= $(call newest_krel,6.1.*-amd64)
 KREL_612	:= $(call newest_krel,6.12.*-amd64)
-SUPPORTED_KRELS	:= $(strip $(KREL_61) $(KREL_612))
+KREL_73		:= $(call newest_krel,7.3.*-amd64)
+SUPPORTED_KRELS	:= $(strip $(KREL_61) $(KREL_612) $(KREL_73))
 
 # Default: the running kernel if its build tree is installed, else the 6.1
 # kernel the guest boots.
@@ -38,8 +56,22 @@ ifeq ($(origin KERNELRELEASE),undefined)
   endif
 endif
 KREL		:= $(KERNELRELEASE)
-KDIR		?= /lib/modules/$(KREL)/build
+KSERIES		:= $(shell echo '$(KREL)' | sed -n 's/^\([0-9]*\.[0-9]*\)[.-].*/\1/p')
 OBJDIR		:= $(BUILD)/$(KREL)
+
+# A kernel whose build tree exists only in the Debian 13 root (7.3 on a
+# Debian 12 host) is built inside that root (scripts/in-root.sh), with
+# its gcc-14 and kbuild binaries: the modules, sparse and checkpatch
+# targets re-run themselves there with KVB_IN_ROOT=1.
+IN_ROOT		:=
+ifeq ($(origin KDIR)$(KVB_IN_ROOT),undefined)
+  ifeq ($(wildcard /lib/modules/$(KREL)/build/Makefile),)
+    ifneq ($(wildcard $(TRIXIE_ROOT)/lib/modules/$(KREL)/build/Makefile),)
+      IN_ROOT	:= $(TRIXIE_ROOT)
+    endif
+  endif
+endif
+KDIR		?= /lib/modules/$(KREL)/build
 
 # Private block/ headers: from KSRC if given, else unpacked from the
 # matching Debian linux-source package into the build cache.
@@ -54,7 +86,8 @@ endif
 SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-tunables.h kv-compat.h kv_trace.h scripts
 CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-tunables.h kv-compat.h kv_trace.h
 
-.PHONY: all modules prepare all-kernels test test-debug soak unit demo bench \
+.PHONY: all modules prepare all-kernels test test-extended test-debug soak \
+	unit demo bench \
 	checkpatch sparse \
 	deps clean help print-kernels selftests-bin tools kvsim \
 	install uninstall deb
@@ -72,6 +105,11 @@ deps:
 
 prepare:
 	@test -n "$(KREL)" || { echo "kvbatch: no kernel to build for: apt-get install linux-image-amd64 linux-headers-amd64 (or pass KERNELRELEASE=)" >&2; exit 1; }
+	@case " $(TESTED_SERIES) " in *" $(KSERIES) "*) ;; *) \
+		[ "$(KVB_ALLOW_UNTESTED)" = 1 ] || { echo "kvbatch: kernel $(KREL) (series $(or $(KSERIES),unknown)) is not a supported series (tested: $(TESTED_SERIES)): the private block-layer structures kvbatch hands the core change between series; set KVB_ALLOW_UNTESTED=1 to build anyway (porting only)" >&2; exit 1; }; \
+		echo "kvbatch: warning: building for untested kernel $(KREL) (KVB_ALLOW_UNTESTED=1)" >&2 ;; esac
+	@case "$(KREL)" in *+deb13-*) \
+		test -f "$(KDIR)/Makefile" || { echo "kvbatch: no build tree for $(KREL) in $(KDIR): a Debian 13 kernel is built in the Debian 13 root: run scripts/trixie-root.sh (or pass KDIR=)" >&2; exit 1; } ;; esac
 	@test -f "$(KDIR)/Makefile" || { echo "kvbatch: no build tree for $(KREL) in $(KDIR): apt-get install linux-headers-$(KREL) (or pass KDIR=)" >&2; exit 1; }
 ifeq ($(KSRC),)
 	@$(TOP)/scripts/ksrc-prepare.sh $(KREL) $(KSRC_DIR)
@@ -81,9 +119,17 @@ endif
 	@mkdir -p $(OBJDIR)
 	@for f in $(SOURCES); do ln -sfn $(TOP)/$$f $(OBJDIR)/$$f; done
 
+ifneq ($(IN_ROOT),)
+modules sparse checkpatch:
+	@echo "  ROOT    $@ for $(KREL) in $(IN_ROOT)"
+	@$(TOP)/scripts/in-root.sh $(IN_ROOT) $(TOP) make --no-print-directory \
+		KVB_IN_ROOT=1 KERNELRELEASE=$(KREL) \
+		$(if $(KVB_ALLOW_UNTESTED),KVB_ALLOW_UNTESTED=$(KVB_ALLOW_UNTESTED)) $@
+else
 modules: prepare
 	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) modules
 	@echo "  BUILT   $(OBJDIR)/kvbatch.ko"
+endif
 
 all-kernels:
 	@test -n "$(SUPPORTED_KRELS)" || { echo "kvbatch: no supported kernel in /boot: run scripts/install-deps.sh" >&2; exit 1; }
@@ -125,6 +171,7 @@ deb:
 	@echo "  DEB     $(BUILD)/deb/kvbatch-dkms_$(DEB_VERSION)_all.deb"
 
 # checkpatch.pl comes from the kernel source package of the target kernel.
+ifeq ($(IN_ROOT),)
 checkpatch: prepare
 ifeq ($(KSRC),)
 	@$(TOP)/scripts/ksrc-prepare.sh --checkpatch $(KREL) $(KSRC_DIR)
@@ -136,6 +183,7 @@ endif
 sparse: prepare
 	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) C=2 \
 		CHECK=sparse modules
+endif
 
 # Userspace helpers the selftests run in the guest.
 SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio $(BUILD)/selftests/kvb_failnth
@@ -174,6 +222,11 @@ unit:
 
 test: deps
 	@$(TOP)/selftests/run-all.sh
+
+# make test with the newest-kernel-only tests (package, install) on every
+# kernel: about 10 minutes more.
+test-extended: deps
+	@KVB_ALL_KERNELS=1 $(TOP)/selftests/run-all.sh
 
 # The debug-kernel run (on each series of DEBUG_SERIES, default "6.1 6.12";
 # each kernel is built once, cached in /var/cache/kvbatch) and the soak

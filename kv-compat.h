@@ -3,8 +3,8 @@
  * kvbatch: the elevator API differences between the kernels kvbatch builds
  * for, in one place. The KVB_* feature macros come from kv-probe.h, which
  * scripts/kv-probe.sh generates by reading the headers actually compiled
- * against. Only the 6.1 and 6.12 branches are exercised by the test suite;
- * the newer ones follow the changes listed in the project's kernel notes.
+ * against. The test suite exercises Debian's 6.1, 6.12 and 7.3 kernels;
+ * the branches in between (6.16, 6.17) are compiled by none of them.
  */
 #ifndef _KV_COMPAT_H
 #define _KV_COMPAT_H
@@ -15,6 +15,7 @@
 #include "elevator.h"
 #include "blk.h"
 #include "blk-mq.h"
+#include "blk-mq-sched.h"
 #include "kv-probe.h"
 
 /* struct blk_mq_tags moved to <linux/blk-mq.h> when this header went away. */
@@ -56,8 +57,12 @@ static inline bool kvb_rq_is_sched(const struct request *rq)
 }
 
 /*
- * init_sched(): up to 6.16.3 the elevator allocates the elevator_queue and
- * publishes it in q->elevator; from 6.16.4 the core does both.
+ * init_sched(): up to 6.16.3 the elevator allocates the elevator_queue
+ * (elevator_alloc()); since, the core allocates it (elevator_alloc() is no
+ * longer exported) and passes it in, and frees it if init_sched() fails.
+ * Publishing it in q->elevator stays the elevator's job on every kernel
+ * (mq-deadline and kyber of 7.3 still do): the core calls init_hctx(),
+ * which reads q->elevator, right after init_sched() returns.
  */
 #ifdef KVB_INIT_SCHED_TAKES_EQ
 #define KVB_INIT_ARG_T	struct elevator_queue *
@@ -69,11 +74,6 @@ kvb_elevator_alloc(struct request_queue *q, struct elevator_queue *eq)
 }
 
 static inline void kvb_elevator_free(struct elevator_queue *eq)
-{
-}
-
-static inline void kvb_elevator_publish(struct request_queue *q,
-					struct elevator_queue *eq)
 {
 }
 #else
@@ -89,13 +89,13 @@ static inline void kvb_elevator_free(struct elevator_queue *eq)
 {
 	kobject_put(&eq->kobj);
 }
+#endif
 
 static inline void kvb_elevator_publish(struct request_queue *q,
 					struct elevator_queue *eq)
 {
 	q->elevator = eq;
 }
-#endif
 
 /* depth_updated(): per hardware context up to 6.17.3, per queue since. */
 #ifdef KVB_DEPTH_UPDATED_TAKES_Q
@@ -116,13 +116,21 @@ kvb_depth_arg_queue(struct blk_mq_hw_ctx *hctx)
 #endif
 
 /*
- * Size of the scheduler tag pool. Read from the sbitmap rather than from
- * q->nr_requests: on 6.1, depth_updated() runs before the core stores the
- * new nr_requests.
+ * Size of the scheduler tag pool. Up to 6.12 it is read from the sbitmap
+ * rather than from q->nr_requests: on 6.1, depth_updated() runs before the
+ * core stores the new nr_requests. Where depth_updated() takes the queue,
+ * the core stores nr_requests first (before init_sched() too), and the
+ * sbitmap of tags shared by all hardware queues is sized nr_requests less
+ * the tag set's reserved tags, so it would read one short on a SCSI host
+ * with a reserved tag: take q->nr_requests, as mq-deadline and kyber do.
  */
 static inline unsigned int kvb_sched_depth(struct blk_mq_hw_ctx *hctx)
 {
+#ifdef KVB_DEPTH_UPDATED_TAKES_Q
+	return hctx->queue->nr_requests;
+#else
 	return hctx->sched_tags->bitmap_tags.sb.depth;
+#endif
 }
 
 /*
@@ -160,7 +168,42 @@ static inline u64 kvb_now(void)
 #endif
 }
 
-/* Our shallow depths never go below one request. */
+/*
+ * The async tag budget. Up to 6.12 each elevator keeps its own; in 7.3 the
+ * core keeps it as q->async_depth: queue/async_depth in sysfs (writable
+ * while an elevator is attached, then depth_updated() is called), scaled
+ * by the core when nr_requests changes, and set by each elevator's
+ * init_sched(). kvbatch follows that (see kvb_update_depth()); where the
+ * field does not exist these do nothing.
+ */
+#ifdef KVB_HAVE_Q_ASYNC_DEPTH
+static inline unsigned int kvb_q_async_depth(struct request_queue *q)
+{
+	return READ_ONCE(q->async_depth);
+}
+
+static inline void kvb_q_set_async_depth(struct request_queue *q,
+					 unsigned int depth)
+{
+	WRITE_ONCE(q->async_depth, depth);
+}
+#else
+static inline unsigned int kvb_q_async_depth(struct request_queue *q)
+{
+	return 0;
+}
+
+static inline void kvb_q_set_async_depth(struct request_queue *q,
+					 unsigned int depth)
+{
+}
+#endif
+
+/*
+ * Our shallow depths never go below one request. Since 6.17.4 the helper
+ * sets it on every hardware context of @q at once (7.3 has it as an
+ * inline of blk-mq-sched.h); @hctx is then only the caller's iterator.
+ */
 static inline void kvb_set_min_shallow_depth(struct request_queue *q,
 					     struct blk_mq_hw_ctx *hctx)
 {

@@ -1113,16 +1113,26 @@ static u32 kvb_depth_ceiling(struct request_queue *q, unsigned int depth)
 	return min(depth, set->queue_depth) * max(nr, 1U);
 }
 
-/* Recompute what follows from the scheduler pool size. */
+/*
+ * Recompute what follows from the scheduler pool size. The async budget is
+ * the async_depth tunable, or 3/4 of the pool when it is 0, and never more
+ * than the pool. Where the core keeps the budget in the queue (7.3), it is
+ * stored there too, as mq-deadline and kyber do, so that queue/async_depth
+ * shows the budget in force and a write to it reaches kvbatch
+ * (kvb_depth_updated()).
+ */
 static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
 {
 	struct request_queue *q = kd->q;
 	unsigned int want = kvb_tun(kd, KVB_ASYNC_DEPTH);
+	unsigned int async;
 
 	WRITE_ONCE(kd->sched_depth, depth);
 	if (!want)
 		want = depth * 3 / 4;
-	WRITE_ONCE(kd->async_depth, clamp(want, 1U, max(depth, 1U)));
+	async = clamp(want, 1U, max(depth, 1U));
+	WRITE_ONCE(kd->async_depth, async);
+	kvb_q_set_async_depth(q, async);
 
 	spin_lock_irq(&kd->lock);
 	kvp_depth_set_max(&kd->depth, kvb_depth_ceiling(q, depth));
@@ -1155,6 +1165,19 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 			continue;
 		depth = max(depth, kvb_sched_depth(hctx));
 		kvb_set_min_shallow_depth(q, hctx);
+	}
+
+	/*
+	 * 7.3 also calls this when queue/async_depth is written, with the
+	 * pool unchanged: the operator's value is then the budget, until
+	 * the pool or kvbatch's own async_depth changes. (For a new pool
+	 * size the core has scaled q->async_depth; kvbatch's rule above
+	 * decides instead, so the tunable means the same on every kernel.)
+	 */
+	if (kvb_q_async_depth(q) && depth == READ_ONCE(kd->sched_depth)) {
+		WRITE_ONCE(kd->async_depth,
+			   clamp(kvb_q_async_depth(q), 1U, max(depth, 1U)));
+		return;
 	}
 	kvb_update_depth(kd, depth);
 }

@@ -48,7 +48,11 @@ pkgver() {
 	dpkg-query -W -f='${Version}' "$1" 2>/dev/null || true
 }
 src_ver=$(pkgver "$src_pkg")
+# Debian 13's kernels ship the image as linux-binary-<release> (the
+# linux-image-<release> package only depends on it and on an initramfs
+# tool), so a root with just the binary package is checked too.
 img_ver=$(pkgver "linux-image-$krel")
+[ -n "$img_ver" ] || img_ver=$(pkgver "linux-binary-$krel")
 if [ -n "$img_ver" ] && [ -n "$src_ver" ] && [ "$img_ver" != "$src_ver" ]; then
 	echo "kvbatch: $src_pkg is $src_ver but linux-image-$krel is $img_ver; the private headers must match the kernel exactly: install matching versions (apt-get install $src_pkg=$img_ver linux-image-$krel=$img_ver) or pass KSRC=" >&2
 	exit 1

@@ -16,10 +16,12 @@ blk=$1
 src=$2
 elv=$blk/elevator.h
 sbm=$src/include/linux/sbitmap.h
+bdev=$src/include/linux/blkdev.h
 bmq=$blk/blk-mq.h
 blkh=$blk/blk.h
+bms=$blk/blk-mq-sched.h
 
-for f in "$elv" "$sbm" "$bmq" "$blkh"; do
+for f in "$elv" "$sbm" "$bdev" "$bmq" "$blkh" "$bms"; do
 	[ -r "$f" ] || { echo "kv-probe: cannot read $f" >&2; exit 1; }
 done
 
@@ -49,8 +51,12 @@ probe KVB_DEPTH_UPDATED_TAKES_Q "$elv" '\(\*depth_updated\)\( *struct request_qu
 	'depth_updated() takes the request_queue (6.17.4+)'
 probe KVB_HAVE_ELV_FEATURES "$elv" 'elevator_features' \
 	'struct elevator_type has elevator_features (up to 6.11)'
-probe KVB_HAVE_MIN_SHALLOW_DEPTH_Q "$bmq" 'blk_mq_set_min_shallow_depth' \
+# Declared in blk-mq.h when it came (6.17.4), an inline of blk-mq-sched.h
+# by 7.3: look in both.
+probe KVB_HAVE_MIN_SHALLOW_DEPTH_Q <(cat "$bmq" "$bms") 'blk_mq_set_min_shallow_depth' \
 	'blk_mq_set_min_shallow_depth() exists (6.17.4+)'
+probe KVB_HAVE_Q_ASYNC_DEPTH "$bdev" 'unsigned int async_depth' \
+	'the core keeps async_depth in the request_queue (7.3)'
 probe KVB_SHALLOW_DEPTH_PER_WORD "$sbm" 'shallow_depth: The maximum number of bits to allocate from a single word' \
 	'shallow_depth limits one sbitmap word, not the whole map'
 probe KVB_HAVE_BLK_TIME "$blkh" 'u64 blk_time_get_ns\(void\)' \

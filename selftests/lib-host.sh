@@ -52,17 +52,22 @@ tap_points() {
 # KVVM_OPTS), run the tests with selftests/run-guest.sh, and turn its
 # top-level results and the kernel log check into test points.
 guest_run() {
-	local k=$1 log=$logdir/guest-$1.log vm rc
+	local k=$1 log=$logdir/guest-$1.log vm rc t0=$SECONDS
 
 	shift
 	echo "# booting $k"
+	# The whole suite takes 8 to 20 minutes per kernel, more on a loaded
+	# host; each test has its own timeout (settings), this one only
+	# catches a guest that stopped making progress.
 	# shellcheck disable=SC2086
-	tools/kvvm -k "$k" ${KVVM_OPTS:-} -l "$logdir/console-$k.log" -- \
+	tools/kvvm -k "$k" -t "${KVB_GUEST_TIMEOUT:-2700}" ${KVVM_OPTS:-} \
+		-l "$logdir/console-$k.log" -- \
 		selftests/run-guest.sh "$@" > "$log" 2>&1 &
 	vm=$!
 	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | ktap_diag
 	wait $vm
 	rc=$?
+	echo "# $k: guest run took $((SECONDS - t0)) s"
 	tap_points "$k: " "$log" '^(not )?ok [0-9]+ selftests:'
 	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
 		ktap_test_fail "$k: guest ran the selftests (kvvm status $rc)"

@@ -8,17 +8,23 @@
 #      --strict and sparse; the unit tests (policy core, kvsim), kvsim's
 #      command line and trace converter (selftests/kvsim_cli.sh) and its
 #      page in headless Chromium (selftests/kvsim_browser.sh);
-#   3. for each supported kernel (Debian 6.1 and 6.12): boot it in a QEMU
-#      guest with tools/kvvm, run every selftest (run-guest.sh), and check
-#      the guest kernel log is free of warnings, BUGs, lockdep and KASAN
-#      reports.
+#   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
+#      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
+#      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
+#      check the guest kernel log is free of warnings, BUGs, lockdep and
+#      KASAN reports.
 #
 # Output is TAP; the last line is "N passed, N failed, N skipped".
 # Environment: KVB_KERNELS="krel ..." restricts the kernels; KVB_TESTS
-# restricts the selftests run in the guest. The package test
-# (kvb_package.sh: dpkg -i builds the module with DKMS inside the emulated
-# guest, about 5 minutes per kernel built) runs on the newest kernel only,
-# where DKMS builds once; KVB_PACKAGE_ALL=1 runs it on every kernel.
+# restricts the selftests run in the guest. Two tests run on the newest
+# kernel only, so that three kernels fit in about 35 minutes on two cores:
+# the package test (kvb_package.sh: dpkg -i builds the module with DKMS
+# inside the emulated guest, 4 to 7 minutes per kernel) and the install
+# test (kvb_install.sh: make install, the alias, the seed fio jobs under
+# three schedulers; 1.5 to 4 minutes), whose subject, the Makefile's
+# install and modprobe's updates/ lookup, is the same on every kernel
+# (kvb_module.sh still loads by alias on each). KVB_ALL_KERNELS=1 (make
+# test-extended; KVB_PACKAGE_ALL=1 as before) runs them on every kernel.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -28,7 +34,7 @@ host_begin
 
 kernels=${KVB_KERNELS:-$(make -s --no-print-directory print-kernels)}
 kernels=$(echo "$kernels" | tr -s ' ' '\n' | grep -v '^$')
-[ -n "$kernels" ] || ktap_test_fail "a supported kernel is installed (6.1 or 6.12)"
+[ -n "$kernels" ] || ktap_test_fail "a supported kernel is installed (6.1, 6.12 or 7.3)"
 
 # --- static checks -------------------------------------------------------
 for k in $kernels; do
@@ -45,19 +51,35 @@ for k in $kernels; do
 	fi
 done
 
+# Each series' own checkpatch.pl: newer ones check more (6.12's flags
+# unused macro arguments, 6.1's does not).
+for k in $kernels; do
+	log=$logdir/checkpatch-$k.log
+	if make --no-print-directory KERNELRELEASE="$k" checkpatch > "$log" 2>&1; then
+		ktap_test_pass "checkpatch.pl --strict of $k is clean"
+	else
+		grep -E '^(ERROR|WARNING|CHECK)|^#|kvbatch:' "$log" | ktap_diag
+		ktap_test_fail "checkpatch.pl --strict of $k is clean"
+	fi
+done
+
 first=$(echo "$kernels" | head -1)
 if [ -n "$first" ]; then
-	if make --no-print-directory KERNELRELEASE="$first" checkpatch > "$logdir/checkpatch.log" 2>&1; then
-		ktap_test_pass "checkpatch.pl --strict is clean"
-	else
-		grep -E '^(ERROR|WARNING|CHECK)|^#|kvbatch:' "$logdir/checkpatch.log" | ktap_diag
-		ktap_test_fail "checkpatch.pl --strict is clean"
-	fi
 	for k in $kernels; do
 		touch kv-sched.c
-		make --no-print-directory KERNELRELEASE="$k" sparse > "$logdir/sparse-$k.log" 2>&1
-		if grep -E '^/.*: (warning|error):' "$logdir/sparse-$k.log" | ktap_diag | grep -q .; then
+		log=$logdir/sparse-$k.log
+		make --no-print-directory KERNELRELEASE="$k" sparse > "$log" 2>&1
+		# kbuild drops C=2 with only a warning when its
+		# checker-valid.sh rejects the sparse it finds: Debian 13's
+		# 0.6.4 cannot parse 7.3's __typeof_unqual__ (and 7.3's
+		# headers package lacks that script). Nothing was checked.
+		if grep -q 'specified, but sparse is not available or not up to date' "$log"; then
+			ktap_test_skip "sparse on $k" "kbuild rejects the sparse it finds as too old for $k, so nothing was checked (see $log)"
+		elif grep -E '^/.*: (warning|error):' "$log" | ktap_diag | grep -q .; then
 			ktap_test_fail "sparse is clean on $k"
+		elif ! grep -q '^ *CHECK ' "$log"; then
+			tail -5 "$log" | ktap_diag
+			ktap_test_fail "sparse is clean on $k (sparse checked nothing)"
 		else
 			ktap_test_pass "sparse is clean on $k"
 		fi
@@ -115,12 +137,16 @@ else
 	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
 fi
 newest=$(echo "$kernels" | sort -V | tail -1)
+newest_only="kvb_package.sh kvb_install.sh"
+[ "${KVB_PACKAGE_ALL:-0}" != 1 ] || KVB_ALL_KERNELS=1
 for k in $kernels; do
 	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
 	if [ -z "${KVB_TESTS:-}" ] && [ "$k" != "$newest" ] &&
-	   [ "${KVB_PACKAGE_ALL:-0}" != 1 ]; then
-		tests=$(echo "$tests" | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')
-		ktap_test_skip "$k: kvb_package.sh" "runs on $newest only (KVB_PACKAGE_ALL=1 for all)"
+	   [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
+		for t in $newest_only; do
+			tests=$(echo "$tests" | tr ' ' '\n' | grep -vx "$t" | tr '\n' ' ')
+			ktap_test_skip "$k: $t" "runs on $newest only (make test-extended for all)"
+		done
 	fi
 	# shellcheck disable=SC2086
 	guest_run "$k" $tests

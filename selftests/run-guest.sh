@@ -40,7 +40,10 @@ ktap_set_plan ${#tests[@]}
 for t in "${tests[@]}"; do
 	ktap_print_msg "selftests: kvbatch: $t"
 	start=$(date +%s)
-	timeout --foreground -k 10 "$timeout" "./$t" 2>&1 | tee "$out" | ktap_diag
+	# A test may need longer than the others ("timeout.TEST=S").
+	tmo=$(sed -n "s/^timeout\.$t=//p" settings)
+	tmo=${tmo:-$timeout}
+	timeout --foreground -k 10 "$tmo" "./$t" 2>&1 | tee "$out" | ktap_diag
 	rc=${PIPESTATUS[0]}
 	secs=$(($(date +%s) - start))
 	case $rc in
@@ -53,7 +56,7 @@ for t in "${tests[@]}"; do
 			if (r == "") { r = $0; sub(/^ok [0-9]+ /, "", r); sub(/ *# SKIP.*$/, "", r) }
 			print r; exit
 		}' "$out")" ;;
-	124) ktap_test_fail "selftests: kvbatch: $t # TIMEOUT $timeout seconds" ;;
+	124) ktap_test_fail "selftests: kvbatch: $t # TIMEOUT $tmo seconds" ;;
 	*) ktap_test_fail "selftests: kvbatch: $t # exit=$rc" ;;
 	esac
 done
