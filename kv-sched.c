@@ -1039,7 +1039,7 @@ static bool kvb_allow_merge(struct request_queue *q, struct request *rq,
 {
 	if (!(kvb_rq_state(rq) & KVB_RQ_DEFERRED))
 		return true;
-	return kvp_tier_of(bio_prio(bio), op_is_write(bio->bi_opf),
+	return kvp_tier_of(bio->bi_ioprio, op_is_write(bio->bi_opf),
 			   op_is_sync(bio->bi_opf)) == KVB_TIER_WRITE;
 }
 
@@ -1101,16 +1101,18 @@ static void kvb_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 static u32 kvb_depth_ceiling(struct request_queue *q, unsigned int depth)
 {
 	struct blk_mq_tag_set *set = q->tag_set;
+	/* Reserved tags are for the driver's own commands (SCSI on 7.3). */
+	unsigned int hw = set->queue_depth - set->reserved_tags;
 	struct blk_mq_hw_ctx *hctx;
 	unsigned long i;
 	u32 nr = 0;
 
 	if (blk_mq_is_shared_tags(set->flags))
-		return min(depth, set->queue_depth);
+		return min(depth, hw);
 	/* Polled queues carry only polled I/O, which kvbatch never sees. */
 	queue_for_each_hw_ctx(q, hctx, i)
 		nr += hctx->type != HCTX_TYPE_POLL;
-	return min(depth, set->queue_depth) * max(nr, 1U);
+	return min(depth, hw) * max(nr, 1U);
 }
 
 /*
