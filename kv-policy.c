@@ -880,13 +880,14 @@ static void kvp_depth_verdict(struct kvp_depth *d, bool keep, u64 rate,
 
 /*
  * One window's verdict. @rate is completions per second of busy time,
- * @mean the mean service time, @bound whether the limit held work back
- * for at least a quarter of the completions, @full for three quarters,
- * @peak the most requests in flight.
+ * @mean the mean service time. The limit bound when it held work back for
+ * at least a quarter of the completions, and was full for three quarters.
  */
-static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean,
-			     bool bound, bool full, u32 peak)
+static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 {
+	bool bound = d->bound * 4 >= d->done;
+	bool full = d->bound * 4 >= d->done * 3;
+	u32 peak = d->peak;
 	u64 base = d->base_ns;
 	bool idle_units;
 	u32 step, floor, from;
@@ -1038,8 +1039,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		d->floor_ns = d->min_ns;
 	else
 		d->floor_ns += (d->min_ns - d->floor_ns) / 256;
-	kvp_depth_decide(d, rate, mean, d->bound * 4 >= d->done,
-			 d->bound * 4 >= d->done * 3, d->peak);
+	kvp_depth_decide(d, rate, mean);
 
 	/*
 	 * The unloaded service time: the lowest window mean, which rises

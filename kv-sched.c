@@ -609,11 +609,15 @@ static void kvb_arm_write_expiry(struct kvb_data *kd)
 					   div_u64(until - now, NSEC_PER_MSEC) + 1);
 }
 
-/* The tier of @rq's data, from its priority and flags. */
+/* The tier of data with priority @prio and flags @opf (request or bio). */
+static enum kvb_tier kvb_tier(u16 prio, blk_opf_t opf)
+{
+	return kvp_tier_of(prio, op_is_write(opf), op_is_sync(opf));
+}
+
 static enum kvb_tier kvb_rq_tier(struct request *rq)
 {
-	return kvp_tier_of(req_get_ioprio(rq), op_is_write(rq->cmd_flags),
-			   op_is_sync(rq->cmd_flags));
+	return kvb_tier(req_get_ioprio(rq), rq->cmd_flags);
 }
 
 /* Queue a scheduled request in its batch. */
@@ -1039,8 +1043,7 @@ static bool kvb_allow_merge(struct request_queue *q, struct request *rq,
 {
 	if (!(kvb_rq_state(rq) & KVB_RQ_DEFERRED))
 		return true;
-	return kvp_tier_of(bio->bi_ioprio, op_is_write(bio->bi_opf),
-			   op_is_sync(bio->bi_opf)) == KVB_TIER_WRITE;
+	return kvb_tier(bio->bi_ioprio, bio->bi_opf) == KVB_TIER_WRITE;
 }
 
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
