@@ -316,30 +316,40 @@ static void kvb_arm_reap(struct kvb_data *kd)
 /*
  * Apply the completions recorded without the lock. Each leaves the
  * undrained count before the core's in-flight count, so that a lockless
- * reader (kvb_inflight()) errs towards "busy" in between.
+ * reader (kvb_inflight()) errs towards "busy" in between. That reader may
+ * be a completion that has just recorded behind a CPU already passed here
+ * and, seeing work in flight that is done, leaves its record to us: so
+ * look again after our updates, until a look finds nothing (its record,
+ * barrier, read; our updates, barrier, read: one of the two reads sees
+ * the other's write).
  */
 static void kvb_drain(struct kvb_data *kd)
 {
 	unsigned int cpu, i;
+	bool applied = false;
 
 	lockdep_assert_held(&kd->lock);
 
-	if (!atomic_read(&kd->undrained))
-		return;
-	for_each_cpu(cpu, &kd->pcpu_mask) {
-		struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
+	while (atomic_read(&kd->undrained)) {
+		for_each_cpu(cpu, &kd->pcpu_mask) {
+			struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
 
-		cpumask_clear_cpu(cpu, &kd->pcpu_mask);
-		spin_lock(&pc->lock);
-		for (i = 0; i < pc->n; i++) {
-			atomic_dec(&kd->undrained);
-			kvb_complete_one(kd, pc->rec[i].b, pc->rec[i].now,
-					 pc->rec[i].lat);
+			cpumask_clear_cpu(cpu, &kd->pcpu_mask);
+			spin_lock(&pc->lock);
+			for (i = 0; i < pc->n; i++) {
+				atomic_dec(&kd->undrained);
+				kvb_complete_one(kd, pc->rec[i].b,
+						 pc->rec[i].now, pc->rec[i].lat);
+			}
+			pc->n = 0;
+			spin_unlock(&pc->lock);
 		}
-		pc->n = 0;
-		spin_unlock(&pc->lock);
+		applied = true;
+		/* Pairs with the barrier in kvb_record_needs_lock(). */
+		smp_mb();
 	}
-	kvb_arm_reap(kd);
+	if (applied)
+		kvb_arm_reap(kd);
 }
 
 /*
@@ -795,7 +805,7 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 {
 	u32 inflight, limit;
 
-	/* Pairs with the barrier in kvb_hold(). */
+	/* Pairs with the barriers in kvb_hold() and kvb_drain(). */
 	smp_mb__after_atomic();
 	inflight = kvb_inflight(kd);
 	if (!inflight)
@@ -856,6 +866,13 @@ static void kvb_finish_request(struct request *rq)
 		if (!recorded) {
 			kvb_complete_one(kd, b, now, lat);
 			kvb_arm_reap(kd);
+			/*
+			 * A completion that recorded meanwhile may have read
+			 * the in-flight count before this one: see
+			 * kvb_drain().
+			 */
+			smp_mb();
+			kvb_drain(kd);
 		}
 		/*
 		 * Run the queue when a hold has made room for a batch of
