@@ -8,13 +8,19 @@
 # closed, demand batches = the batches kvbench issued. Before that, each
 # tracepoint must fire with the right fields for a known recall and known
 # IDLE writes (read from tracefs), and reset_stats must zero the counters.
+#
+# A BPF program on a tracepoint does not run when it would nest in another
+# BPF program on the same CPU (a completion interrupt closing a batch while
+# a dispatch probe runs): the kernel skips it and counts a recursion miss.
+# So a tool's count may fall short of the statistics by at most the misses
+# bpftool reports for kvbatch's programs, and never exceed them.
 source "$(dirname "$0")/lib.sh"
 
 tools=$KVB_ROOT/tools/bpftrace
 kvbench=$KVB_ROOT/build/tools/kvbench
 
 kvb_require_root
-kvb_require_cmd bpftrace
+kvb_require_cmd bpftrace bpftool jq
 [ -x "$kvbench" ] && [ -x "$KVB_ROOT/build/tools/recall" ] ||
 	ktap_exit_skip "kvbench/recall not built (make tools)"
 kvb_load || ktap_exit_skip "cannot load kvbatch"
@@ -48,6 +54,11 @@ ktap_check "reset_stats refuses anything but 1" reset_rejects
 # of 16 reads of 64 KiB tagged BE + hint 7, then 8 IDLE 4 KiB writes.
 tr=/sys/kernel/tracing
 recall=$KVB_ROOT/build/tools/recall
+# Enabling events with record-cmd on also enables sched_wakeup's static
+# key; patching it under TCG has crashed a 7.3 guest ("Oops: int3" in
+# ttwu_do_activate). The checks below do not read the comm.
+cmd=$(cat $tr/options/record-cmd)
+echo 0 > $tr/options/record-cmd
 echo 0 > $tr/tracing_on
 echo > $tr/trace
 echo 1 > $tr/events/kvbatch/enable
@@ -58,6 +69,7 @@ ionice -c 3 dd if=/dev/zero of=/dev/nullb0 bs=4k count=8 seek=4096 \
 echo 0 > $tr/tracing_on
 cp $tr/trace "$KVB_SCRATCH/trace"
 echo 0 > $tr/events/kvbatch/enable
+echo "$cmd" > $tr/options/record-cmd
 grep kvbatch_ "$KVB_SCRATCH/trace" | sed 's/^ */# /' | head -12
 tag=4038	# (BE << 13) | (7 << 3): the low 16 bits of the default key
 dev=$(awk -F: '{ print $1 "," $2 }' /sys/block/nullb0/dev)
@@ -104,6 +116,11 @@ run_kvbench() {
 }
 ktap_check "kvbench workload runs" run_kvbench
 sleep 1
+# Before the tools exit and their programs are gone.
+misses=$(bpftool prog show --json |
+	jq '[.[] | select(.name | startswith("kvbatch_")) |
+	     .recursion_misses // 0] | add // 0')
+log "BPF program runs skipped by the kernel (recursion misses): $misses"
 # Stop the tools like Ctrl-C would; each must print its maps and exit.
 # One at a time: four bpftrace instances tearing down at once on a
 # two-vCPU TCG guest can take longer than any sane bound.
@@ -148,18 +165,23 @@ hist_total=$(awk '{ n += $3 } END { print n + 0 }' $dbg/histogram)
 ktap_check "stats: histogram counts ($hist_total) = batches closed" \
 	test "$hist_total" -eq "$closed"
 
+# within TRACED STAT: TRACED is STAT, or short of it by at most the misses.
+within() {
+	[ -n "$1" ] && [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - misses)) ]
+}
+
 # "@closed[major, minor]: N" from kvbatch-batchlat.
 traced=$(sed -n 's/^@closed\[.*\]: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/batchlat.out")
-ktap_check "batchlat: traced closes (${traced:-none}) = stats" \
-	test "${traced:-x}" = "$closed"
+ktap_check "batchlat: traced closes (${traced:-none}) = stats ($closed) less misses" \
+	within "$traced" "$closed"
 ahead=$(sed -n 's/^@batches: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/ahead.out")
-ktap_check "ahead: demand batches (${ahead:-none}) = stats" \
-	test "${ahead:-x}" = "$(kvb_stat nullb0 demand_batches_closed)"
+ktap_check "ahead: demand batches (${ahead:-none}) = stats less misses" \
+	within "$ahead" "$(kvb_stat nullb0 demand_batches_closed)"
 ktap_check "reasons: per-second counts include the critical tail" \
 	grep -q '^@dispatch\[tail\]: [1-9]' "$KVB_SCRATCH/reasons.out"
 deferred=$(sed -n 's/^@deferred: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/writes.out")
-ktap_check "writes: traced deferrals (${deferred:-none}) = stats" \
-	test "${deferred:-x}" = "$(kvb_stat nullb0 writes_deferred)"
+ktap_check "writes: traced deferrals (${deferred:-none}) = stats less misses" \
+	within "$deferred" "$(kvb_stat nullb0 writes_deferred)"
 demand_hist=$(awk '$1 == "demand" { n += $3 } END { print n + 0 }' $dbg/histogram)
 ktap_check "histogram: demand buckets = demand batches closed" \
 	test "$demand_hist" -eq "$(kvb_stat nullb0 demand_batches_closed)"
