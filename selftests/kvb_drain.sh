@@ -11,9 +11,7 @@
 # prefetch and write load on a 4-tag null_blk, completions on both CPUs;
 # after each round, with the disk idle and before anything reads kvbatch's
 # statistics (a read applies what is left), the trace must hold as many
-# batch closes as batch opens. (tracefs, not bpftrace: a BPF program is
-# skipped when it would nest in another on the same CPU, so bpftrace's
-# counts can fall short; see kvb_trace.sh.)
+# batch closes as batch opens.
 source "$(dirname "$0")/lib.sh"
 
 kvbench=$KVB_ROOT/build/tools/kvbench
