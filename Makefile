@@ -83,8 +83,8 @@ else
   KVB_BLOCK_INC	:= $(KSRC_DIR)/block
 endif
 
-SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-sched.h kv-tunables.h kv-compat.h kv_trace.h scripts
-CSOURCES	:= kv-sched.c kv-policy.c kv-sched.h kv-tunables.h kv-compat.h kv_trace.h
+SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-compat.h kv_trace.h scripts
+CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-compat.h kv_trace.h
 
 .PHONY: all modules prepare all-kernels test test-extended test-debug soak \
 	unit demo bench \

@@ -34,7 +34,7 @@
 #include "kv-user.h"
 #endif
 
-#include "kv-sched.h"
+#include "kv-policy.h"
 
 #ifdef __KERNEL__
 #include "kv_trace.h"

@@ -6,8 +6,9 @@
  * This file is the elevator: the glue between blk-mq and the policy core
  * (kv-policy.c). It owns the requests and their bookkeeping (insert, merge,
  * dispatch, requeue, completion), keeps each batch's queued requests in
- * arrival order, sizes the device depth, and exports tunables and state.
- * The core decides which batch, or which deferred write, goes next.
+ * arrival order, sizes the device depth, and exports the tunables in
+ * sysfs. The core decides which batch, or which deferred write, goes next;
+ * kv-debugfs.c shows the state (kv-elv.h) in debugfs.
  *
  * Locking: one spinlock per device (kvb_data.lock) protects everything,
  * including the core. It is taken with interrupts disabled because
@@ -38,24 +39,21 @@
 #include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/sbitmap.h>
-#include <linux/seq_file.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
-#include <linux/uaccess.h>
 
 #include <trace/events/block.h>
 
 #include "elevator.h"
 #include "blk.h"
 #include "blk-mq.h"
-#include "blk-mq-debugfs.h"
 #include "blk-mq-sched.h"
 #include "blk-stat.h"
 
 #include "kv-compat.h"
-#include "kv-sched.h"
+#include "kv-elv.h"
 
 #define CREATE_TRACE_POINTS
 #include "kv_trace.h"
@@ -87,88 +85,11 @@ enum {
 	KVB_RQ_COUNTED		= 1UL << 4,
 };
 
-/* Cumulative counters of the elevator itself (the core has its own). */
-struct kvb_stats {
-	u64		inserted;
-	u64		merged;
-	u64		bio_back_merges;
-	u64		bio_front_merges;
-	u64		dispatched;
-	u64		bypassed;
-	u64		requeued;
-	u64		completed;
-	u64		promoted;	/* deferred writes given sync data */
-};
-
-/*
- * Completions recorded without the device lock (kvb_finish_request()),
- * applied to the core under it by kvb_drain(): the time and service time
- * of each, and the batch it belongs to, which stays open until then.
- */
-#define KVB_DONE_RECS	32
-
-struct kvb_done {
-	struct kvp_batch	*b;
-	u64			now;
-	u64			lat;
-};
-
-struct kvb_pcpu {
-	spinlock_t		lock;	/* this CPU's completions vs the drain */
-	unsigned int		n;
-	struct kvb_done		rec[KVB_DONE_RECS];
-};
-
-struct kvb_data {
-	/* Protects all of kvb_data and the core; irq-safe (see top). */
-	spinlock_t		lock;
-	struct request_queue	*q;
-
-	/* At-head, FUA, flush sequence and unscheduled requests: first out. */
-	struct list_head	dispatch;
-	/* Sector order of queued requests, for front merges and bursts. */
-	struct rb_root		sort[2];	/* scheduled reads, writes */
-	struct rb_root		dsort;		/* deferred writes */
-	sector_t		burst_pos;	/* next sector of a write burst */
-
-	struct kvp_sched	*ps;
-
-	unsigned int		nr_queued;	/* KVB_RQ_QUEUED requests */
-	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */
-	/*
-	 * max_inflight held work back; a completion will run the queue.
-	 * Written under the lock, read by completions without it.
-	 */
-	bool			held;
-
-	/* Closes batches past their batch_window_us on an idle queue. */
-	struct timer_list	reap_timer;
-
-	/* Completions not yet applied to the core, and where they wait. */
-	struct kvb_pcpu __percpu *pcpu;
-	struct cpumask		pcpu_mask;
-	atomic_t		undrained;
-
-	unsigned int		async_depth;	/* async tag budget */
-	unsigned int		sched_depth;	/* nr_requests */
-	bool			small_pool;	/* warned about nr_requests */
-
-	/* The automatic max_inflight (kv-policy.c). */
-	struct kvp_depth	depth;
-	unsigned int		tun[KVB_NR_TUNABLES];
-	struct kvb_stats	stats;
-};
-
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
 	[KVB_KEY_IOPRIO]	= "ioprio",
 	[KVB_KEY_CGROUP]	= "cgroup",
 	[KVB_KEY_CGROUP_IOPRIO]	= "cgroup+ioprio",
 };
-
-static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
-{
-	return READ_ONCE(kd->tun[t]);
-}
 
 static inline unsigned long kvb_rq_state(struct request *rq)
 {
@@ -323,7 +244,7 @@ static void kvb_arm_reap(struct kvb_data *kd)
  * barrier, read; our updates, barrier, read: one of the two reads sees
  * the other's write).
  */
-static void kvb_drain(struct kvb_data *kd)
+void kvb_drain(struct kvb_data *kd)
 {
 	unsigned int cpu, i;
 	bool applied = false;
@@ -1420,259 +1341,6 @@ static struct elv_fs_entry kvb_attrs[KVB_NR_TUNABLES + 1] = {
 #include "kv-tunables.h"
 	[KVB_NR_TUNABLES] = __ATTR_NULL
 };
-
-#ifdef CONFIG_BLK_DEBUG_FS
-static int kvb_dispatch_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	struct request *rq;
-
-	spin_lock_irq(&kd->lock);
-	list_for_each_entry(rq, &kd->dispatch, queuelist)
-		__blk_mq_debugfs_rq_show(m, rq);
-	spin_unlock_irq(&kd->lock);
-	return 0;
-}
-
-static void kvb_show_batch(struct seq_file *m, struct kvp_batch *b, u64 now)
-{
-	seq_printf(m, "%s key=%#llx%s queued=%u inflight=%u done=%u bytes=%llu age_us=%llu\n",
-		   kvb_tier_names[b->tier], b->key,
-		   b->overflow ? "(overflow)" : "", b->queued, b->inflight,
-		   b->nr_rqs, b->bytes,
-		   b->open_ns && now > b->open_ns ?
-		   div_u64(now - b->open_ns, NSEC_PER_USEC) : 0);
-}
-
-/* The open batches, most urgent first within each tier. */
-static int kvb_batches_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	struct kvp_sched *ps = kd->ps;
-	u64 now = ktime_get_ns();
-	struct kvp_batch *b;
-	u32 t;
-
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	/*
-	 * The live list, not the pool: seq_file calls this again with a
-	 * larger buffer when the output does not fit, each time with
-	 * interrupts off, so the walk costs what is printed.
-	 */
-	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
-		for (b = ps->live; b; b = b->lnext)
-			if (b->state == KVP_BATCH_OPEN && b->tier == t)
-				kvb_show_batch(m, b, now);
-		if (kvp_pending(&ps->fixed[t]))
-			kvb_show_batch(m, &ps->fixed[t], now);
-	}
-	if (kvp_pending(ps->wq))
-		kvb_show_batch(m, ps->wq, now);
-	spin_unlock_irq(&kd->lock);
-	return 0;
-}
-
-static int kvb_stats_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	struct kvp_stats cs;
-	struct kvb_stats st;
-	unsigned int queued, inflight;
-	int i;
-
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	st = kd->stats;
-	cs = kd->ps->stats;
-	queued = kd->nr_queued;
-	inflight = kd->inflight;
-	spin_unlock_irq(&kd->lock);
-
-	seq_printf(m, "inserted %llu\n", st.inserted);
-	seq_printf(m, "merged %llu\n", st.merged);
-	seq_printf(m, "bio_back_merges %llu\n", st.bio_back_merges);
-	seq_printf(m, "bio_front_merges %llu\n", st.bio_front_merges);
-	seq_printf(m, "dispatched %llu\n", st.dispatched);
-	seq_printf(m, "requeued %llu\n", st.requeued);
-	seq_printf(m, "completed %llu\n", st.completed);
-	seq_printf(m, "bypassed %llu\n", st.bypassed);
-	seq_printf(m, "promoted %llu\n", st.promoted);
-	seq_printf(m, "queued %u\n", queued);
-	seq_printf(m, "inflight %u\n", inflight);
-	for (i = 0; i < KVB_NR_REASONS; i++)
-		seq_printf(m, "dispatch_%s %llu\n", kvb_reason_names[i],
-			   cs.dispatched[i]);
-	for (i = 0; i < KVB_NR_BATCH_TIERS; i++) {
-		seq_printf(m, "%s_batches_opened %llu\n", kvb_tier_names[i],
-			   cs.opened[i]);
-		seq_printf(m, "%s_batches_closed %llu\n", kvb_tier_names[i],
-			   cs.closed[i]);
-		seq_printf(m, "%s_batch_us_mean %llu\n", kvb_tier_names[i],
-			   cs.closed[i] ? div64_u64(cs.batch_ns_sum[i],
-						    cs.closed[i] * 1000) : 0);
-		seq_printf(m, "%s_batch_us_max %llu\n", kvb_tier_names[i],
-			   div_u64(cs.batch_ns_max[i], 1000));
-		seq_printf(m, "%s_batch_rqs_mean %llu\n", kvb_tier_names[i],
-			   cs.closed[i] ? div64_u64(cs.batch_rqs_sum[i],
-						    cs.closed[i]) : 0);
-		seq_printf(m, "%s_batch_bytes_mean %llu\n", kvb_tier_names[i],
-			   cs.closed[i] ? div64_u64(cs.batch_bytes_sum[i],
-						    cs.closed[i]) : 0);
-		seq_printf(m, "%s_batch_us_p50 %llu\n", kvb_tier_names[i],
-			   kvp_hist_pct(cs.hist[i], 50));
-		seq_printf(m, "%s_batch_us_p90 %llu\n", kvb_tier_names[i],
-			   kvp_hist_pct(cs.hist[i], 90));
-		seq_printf(m, "%s_batch_us_p99 %llu\n", kvb_tier_names[i],
-			   kvp_hist_pct(cs.hist[i], 99));
-		seq_printf(m, "%s_overflow_rqs %llu\n", kvb_tier_names[i],
-			   cs.overflow_rqs[i]);
-	}
-	for (i = 0; i < KVB_NR_TIERS; i++)
-		seq_printf(m, "dispatched_%s %llu\n", kvb_tier_names[i],
-			   cs.dispatched_tier[i]);
-	seq_printf(m, "writes_deferred %llu\n", cs.deferred);
-	seq_printf(m, "writes_released %llu\n",
-		   cs.dispatched_tier[KVB_TIER_WRITE]);
-	seq_printf(m, "write_bursts %llu\n", cs.bursts);
-	seq_printf(m, "throttled %llu\n", cs.throttled);
-	seq_printf(m, "batches_live %u\n", cs.live);
-	seq_printf(m, "batches_live_max %u\n", cs.live_max);
-	return 0;
-}
-
-static int kvb_depth_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	seq_printf(m, "nr_requests %u\n", kd->sched_depth);
-	seq_printf(m, "nr_requests_too_small %d\n", kd->small_pool);
-	seq_printf(m, "async_depth %u\n", kd->async_depth);
-	seq_printf(m, "write_defer_max %u\n", kd->ps->p.write_defer_max);
-	seq_printf(m, "max_inflight %u%s\n", kd->ps->p.max_inflight,
-		   kvb_tun(kd, KVB_MAX_INFLIGHT) ? "" : " (auto)");
-	seq_printf(m, "auto_limit %u\n", kd->depth.limit);
-	seq_printf(m, "auto_ceiling %u\n", kd->depth.max);
-	seq_printf(m, "auto_service_us %llu\n",
-		   div_u64(kd->depth.base_ns, NSEC_PER_USEC));
-	seq_printf(m, "auto_rate %llu\n", kd->depth.ref_rate);
-	seq_printf(m, "auto_trial %s\n",
-		   kd->depth.trial == KVP_TRIAL_UP ? "up" :
-		   kd->depth.trial == KVP_TRIAL_DOWN ? "down" : "none");
-	seq_printf(m, "auto_windows %llu\n", kd->depth.windows);
-	seq_printf(m, "auto_grows %llu\n", kd->depth.grows);
-	seq_printf(m, "auto_shrinks %llu\n", kd->depth.shrinks);
-	seq_printf(m, "auto_reverts %llu\n", kd->depth.reverts);
-	seq_printf(m, "auto_restarts %llu\n", kd->depth.restarts);
-	seq_printf(m, "inflight %u\n", kd->ps->inflight);
-	spin_unlock_irq(&kd->lock);
-	return 0;
-}
-
-/*
- * Batch completion-time histogram per tier: one line per non-empty bucket,
- * "tier <upper bound in µs> count"; a bucket holds [bound / 2, bound).
- */
-static int kvb_histogram_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	u64 hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
-	int t, i;
-
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	memcpy(hist, kd->ps->stats.hist, sizeof(hist));
-	spin_unlock_irq(&kd->lock);
-
-	for (t = 0; t < KVB_NR_BATCH_TIERS; t++)
-		for (i = 0; i < KVB_HIST_BUCKETS; i++)
-			if (hist[t][i])
-				seq_printf(m, "%s %llu %llu\n",
-					   kvb_tier_names[t], 1ULL << i,
-					   hist[t][i]);
-	return 0;
-}
-
-/* Requests queued in kvbatch and in flight, per tier. */
-static int kvb_tiers_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	struct kvp_tier tiers[KVB_NR_TIERS];
-	int t;
-
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	memcpy(tiers, kd->ps->tier, sizeof(tiers));
-	spin_unlock_irq(&kd->lock);
-
-	for (t = 0; t < KVB_NR_TIERS; t++)
-		seq_printf(m, "%s queued %u inflight %u batches %u\n",
-			   kvb_tier_names[t], tiers[t].queued,
-			   tiers[t].inflight, tiers[t].work.n);
-	return 0;
-}
-
-/* The deferred write queue, oldest first. */
-static int kvb_deferred_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	struct request *rq;
-
-	spin_lock_irq(&kd->lock);
-	list_for_each_entry(rq, &kd->ps->wq->rqs, queuelist)
-		__blk_mq_debugfs_rq_show(m, rq);
-	spin_unlock_irq(&kd->lock);
-	return 0;
-}
-
-static int kvb_reset_stats_show(void *data, struct seq_file *m)
-{
-	seq_puts(m, "write 1 to zero the counters in stats and histogram\n");
-	return 0;
-}
-
-/* Zero the statistics; gauges (queued, in flight, live batches) stay. */
-static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
-				     size_t count, loff_t *ppos)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	char c[3] = { };
-
-	if (count < 1 || count > 2 || copy_from_user(c, buf, count))
-		return -EINVAL;
-	if (c[0] != '1' || (count == 2 && c[1] != '\n'))
-		return -EINVAL;
-
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	memset(&kd->stats, 0, sizeof(kd->stats));
-	kvp_stats_reset(kd->ps);
-	spin_unlock_irq(&kd->lock);
-	return count;
-}
-
-static const struct blk_mq_debugfs_attr kvb_queue_debugfs_attrs[] = {
-	{"dispatch", 0400, kvb_dispatch_show},
-	{"batches", 0400, kvb_batches_show},
-	{"tiers", 0400, kvb_tiers_show},
-	{"deferred", 0400, kvb_deferred_show},
-	{"stats", 0400, kvb_stats_show},
-	{"histogram", 0400, kvb_histogram_show},
-	{"reset_stats", 0600, kvb_reset_stats_show, kvb_reset_stats_write},
-	{"depth", 0400, kvb_depth_show},
-	{},
-};
-#endif
 
 static struct elevator_type kvbatch_sched = {
 	.ops = {

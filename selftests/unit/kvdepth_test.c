@@ -26,7 +26,7 @@
 #include <time.h>
 
 #include "kv-rand.h"
-#include "kv-sched.h"
+#include "kv-policy.h"
 #include "tap.h"
 
 #define US	1000ULL

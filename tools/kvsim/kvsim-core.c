@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kvsim-core: see kvsim-core.h. The KVBATCH scheduler follows the host
- * contract of kv-sched.h step by step, in the same order as the elevator,
+ * contract of kv-policy.h step by step, in the same order as the elevator,
  * so that what the tests observe is what the kernel would do with the same
  * sequence of events.
  */

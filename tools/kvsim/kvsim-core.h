@@ -21,7 +21,7 @@
 
 #include "kv-ioprio.h"
 #include "kv-user.h"
-#include "kv-sched.h"
+#include "kv-policy.h"
 
 #define KVS_MAX_DIES	16
 #define KVS_NO_TIME	(~0ULL)

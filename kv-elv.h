@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvbatch: the elevator's per-device state, shared by the elevator
+ * (kv-sched.c), which owns it, and its debugfs inspection (kv-debugfs.c),
+ * which reads it under the same lock.
+ */
+#ifndef _KV_ELV_H
+#define _KV_ELV_H
+
+#include <linux/atomic.h>
+#include <linux/blk-mq.h>
+#include <linux/cpumask.h>
+#include <linux/list.h>
+#include <linux/percpu.h>
+#include <linux/rbtree.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
+#include <linux/types.h>
+
+#include "kv-policy.h"
+
+/* Cumulative counters of the elevator itself (the core has its own). */
+struct kvb_stats {
+	u64		inserted;
+	u64		merged;
+	u64		bio_back_merges;
+	u64		bio_front_merges;
+	u64		dispatched;
+	u64		bypassed;
+	u64		requeued;
+	u64		completed;
+	u64		promoted;	/* deferred writes given sync data */
+};
+
+/*
+ * Completions recorded without the device lock (kvb_finish_request()),
+ * applied to the core under it by kvb_drain(): the time and service time
+ * of each, and the batch it belongs to, which stays open until then.
+ */
+#define KVB_DONE_RECS	32
+
+struct kvb_done {
+	struct kvp_batch	*b;
+	u64			now;
+	u64			lat;
+};
+
+struct kvb_pcpu {
+	spinlock_t		lock;	/* this CPU's completions vs the drain */
+	unsigned int		n;
+	struct kvb_done		rec[KVB_DONE_RECS];
+};
+
+struct kvb_data {
+	/* Protects all of kvb_data and the core; irq-safe (see top). */
+	spinlock_t		lock;
+	struct request_queue	*q;
+
+	/* At-head, FUA, flush sequence and unscheduled requests: first out. */
+	struct list_head	dispatch;
+	/* Sector order of queued requests, for front merges and bursts. */
+	struct rb_root		sort[2];	/* scheduled reads, writes */
+	struct rb_root		dsort;		/* deferred writes */
+	sector_t		burst_pos;	/* next sector of a write burst */
+
+	struct kvp_sched	*ps;
+
+	unsigned int		nr_queued;	/* KVB_RQ_QUEUED requests */
+	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */
+	/*
+	 * max_inflight held work back; a completion will run the queue.
+	 * Written under the lock, read by completions without it.
+	 */
+	bool			held;
+
+	/* Closes batches past their batch_window_us on an idle queue. */
+	struct timer_list	reap_timer;
+
+	/* Completions not yet applied to the core, and where they wait. */
+	struct kvb_pcpu __percpu *pcpu;
+	struct cpumask		pcpu_mask;
+	atomic_t		undrained;
+
+	unsigned int		async_depth;	/* async tag budget */
+	unsigned int		sched_depth;	/* nr_requests */
+	bool			small_pool;	/* warned about nr_requests */
+
+	/* The automatic max_inflight (kv-policy.c). */
+	struct kvp_depth	depth;
+	unsigned int		tun[KVB_NR_TUNABLES];
+	struct kvb_stats	stats;
+};
+
+static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
+{
+	return READ_ONCE(kd->tun[t]);
+}
+
+/*
+ * Apply the completions recorded without the lock to the core; with
+ * kvb_data.lock held. Every reader of the core's state calls it first.
+ */
+void kvb_drain(struct kvb_data *kd);
+
+#ifdef CONFIG_BLK_DEBUG_FS
+#include "blk-mq-debugfs.h"
+
+extern const struct blk_mq_debugfs_attr kvb_queue_debugfs_attrs[];
+#endif
+
+#endif /* _KV_ELV_H */

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvbatch: the policy core's interface, shared by the elevator (kv-sched.c)
+ * and by code built outside the kernel (unit tests, simulator). Nothing in
+ * this header depends on blk-mq types: a "host" (the elevator, or a test
+ * harness) owns the requests and keeps each batch's queued requests in
+ * arrival order on kvp_batch.rqs; the core (kv-policy.c) keeps the batch
+ * bookkeeping and decides what is dispatched next.
+ *
+ * Every kvp_* function must be called with the host's lock held; none of
+ * them allocates or sleeps.
+ */
+#ifndef _KV_POLICY_H
+#define _KV_POLICY_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#include <linux/list.h>
+#else
+#include "kv-user.h"
+#endif
+
+#include "kv-sched.h"
+
+enum kvp_batch_state {
+	KVP_BATCH_FREE,
+	KVP_BATCH_OPEN,		/* has queued or in-flight requests */
+	KVP_BATCH_DRAINING,	/* done, may still be joined (batch_window_us) */
+};
+
+struct kvp_batch {
+	/* Host-owned: the batch's queued requests, oldest first. */
+	struct list_head	rqs;
+
+	u64			key;
+	u64			open_ns;	/* first request inserted */
+	u64			head_ns;	/* arrival of oldest queued request */
+	u64			last_ns;	/* last completion */
+	u64			bytes;		/* bytes dispatched */
+	u32			nr_rqs;		/* requests dispatched */
+	u32			queued;		/* requests waiting in kvbatch */
+	u32			inflight;	/* requests in the device */
+	u32			seq;		/* open order: ties go to the oldest */
+	int			heap_pos[2];	/* in the tier's heaps, or -1 */
+	u8			tier;
+	u8			state;
+	bool			overflow;	/* the tier's shared overflow batch */
+
+	struct kvp_batch	*hnext;		/* hash chain, or free list */
+	struct kvp_batch	*dprev, *dnext;	/* draining list */
+	struct kvp_batch	*lprev, *lnext;	/* live list (open, draining) */
+};
+
+/* Policy parameters, derived by the host from the tunables. */
+struct kvp_params {
+	u64	expire_ns[KVB_NR_TIERS];
+	u64	window_ns;
+	u32	write_batch;
+	u32	write_defer_max;
+	u32	max_inflight;		/* 0: no limit */
+	/* Minimum share of dispatches, in percent, while backlogged. */
+	u32	share_pct[KVB_NR_BATCH_TIERS];
+};
+
+struct kvp_stats {
+	u64	opened[KVB_NR_BATCH_TIERS];
+	u64	closed[KVB_NR_BATCH_TIERS];
+	u64	overflow_rqs[KVB_NR_BATCH_TIERS];
+	u64	dispatched[KVB_NR_REASONS];
+	u64	dispatched_tier[KVB_NR_TIERS];
+	u64	deferred;		/* writes queued for deferral */
+	u64	bursts;			/* write bursts started */
+	u64	throttled;		/* choices held back by max_inflight */
+	u64	batch_ns_sum[KVB_NR_BATCH_TIERS];
+	u64	batch_ns_max[KVB_NR_BATCH_TIERS];
+	u64	batch_rqs_sum[KVB_NR_BATCH_TIERS];	/* requests of closed batches */
+	u64	batch_bytes_sum[KVB_NR_BATCH_TIERS];
+	u64	hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
+	u32	live;			/* batches open or draining */
+	u32	live_max;
+};
+
+/* A min-heap of batches, with each batch's position kept in the batch. */
+struct kvp_heap {
+	struct kvp_batch	**a;
+	u32			n;
+	u8			which;		/* index into heap_pos[] */
+};
+
+struct kvp_tier {
+	struct kvp_heap		work;		/* by (queued + inflight, seq) */
+	struct kvp_heap		age;		/* by head_ns */
+	u32			queued;
+	u32			inflight;
+};
+
+struct kvp_sched {
+	struct kvp_params	p;
+	u32			dev;		/* for tracepoints (dev_t) */
+	struct kvp_tier		tier[KVB_NR_TIERS];
+	/* Per-tier overflow batches, then the write queue: always present. */
+	struct kvp_batch	fixed[KVB_NR_TIERS];
+	struct kvp_batch	*wq;
+
+	struct kvp_batch	*pool;
+	u32			nr_batches;
+	struct kvp_batch	*free;
+	struct kvp_batch	**hash;
+	u32			hash_bits;
+	struct kvp_batch	*drain_head, *drain_tail;
+	/*
+	 * The pool's batches that are open or draining, newest first, linked
+	 * by lnext: walking them costs the live batches, not the pool. The
+	 * tiers' overflow batches and the write queue are not among them.
+	 */
+	struct kvp_batch	*live;
+
+	u32			seq;
+	u32			queued;		/* all tiers */
+	u32			inflight;	/* all tiers */
+	u32			burst_left;	/* writes left in this burst */
+	bool			burst_forced;	/* by write_defer_max */
+	/* Share owed to each tier, in hundredths of a request. */
+	u32			credit[KVB_NR_BATCH_TIERS];
+	struct kvp_stats	stats;
+};
+
+enum kvp_pick_kind {
+	KVP_PICK_NONE,		/* nothing to dispatch now */
+	KVP_PICK_BATCH,		/* the oldest queued request of .batch */
+	KVP_PICK_WRITE,		/* a deferred write (see burst_start) */
+};
+
+struct kvp_pick {
+	enum kvp_pick_kind	kind;
+	enum kvb_reason		why;
+	struct kvp_batch	*batch;
+	/*
+	 * KVP_PICK_WRITE: true for the first write of a burst, which is the
+	 * oldest deferred write; the rest of the burst follows in ascending
+	 * sector order from there.
+	 */
+	bool			burst_start;
+};
+
+/*
+ * The automatic max_inflight: the depth controller. It decides how many
+ * scheduled requests may be in the device when the max_inflight tunable is
+ * 0. Too few leaves parallel units idle and costs throughput; too many
+ * moves the queue from kvbatch, which orders it, into the device, which
+ * serves it first come first served. The controller therefore grows the
+ * limit while it binds (completions find it full with work waiting) and
+ * the service time has not risen above its unloaded value, and lowers it
+ * only on evidence: service time well above unloaded, and a trial at the
+ * lower depth that keeps the throughput. A trial that loses throughput is
+ * undone at once and is not repeated for a while (exponential back-off).
+ * Throughput is counted over busy time only, so idle gaps between bursts
+ * neither shrink the limit nor end a window early.
+ *
+ * The host calls kvp_depth_dispatched() and kvp_depth_completed() for
+ * every scheduled request, under its lock, with one clock reading per
+ * event; neither allocates or sleeps.
+ */
+enum kvp_depth_trial {
+	KVP_TRIAL_NONE,
+	KVP_TRIAL_UP,		/* deeper: kept if throughput rises */
+	KVP_TRIAL_DOWN,		/* shallower: kept if throughput holds */
+};
+
+struct kvp_depth {
+	u32	limit;		/* current limit, in [min, max] */
+	u32	max;		/* the host's ceiling (its request pool) */
+	u64	base_ns;	/* unloaded service time estimate */
+	u64	floor_ns;	/* fastest service time seen, for the floor */
+
+	/* The current window, over busy time only. */
+	u64	busy_ns;	/* closed busy periods */
+	u64	busy_since;	/* start of the open busy period, or 0 */
+	u64	idle_since;	/* end of the last busy period */
+	u64	lat_ns;		/* sum of service times */
+	u64	min_ns;		/* shortest service time */
+	u32	done;		/* completions */
+	u32	bound;		/* completions that found the limit binding */
+	u32	peak;		/* most requests in flight */
+	u32	settle;		/* completions to pass before a trial counts */
+
+	/* A trial in progress, and the back-off after failed ones. */
+	u8	trial;
+	u32	trial_from;	/* limit before the trial */
+	u64	trial_rate;	/* completions per second before it */
+	u64	trial_mean;	/* mean service time before it */
+	u64	ref_rate;	/* smoothed throughput at the current limit */
+	u64	ref_mean;	/* smoothed service time at the current limit */
+	u32	wait_up, wait_down;	/* windows until the next trial */
+	u32	backoff_up, backoff_down;
+
+	/* Counters (debugfs). */
+	u64	windows, grows, shrinks, reverts, restarts;
+};
+
+/* Window length (completions, busy time) and the limit's fixed bounds. */
+#define KVP_DEPTH_WINDOW_RQS	512U
+#define KVP_DEPTH_WINDOW_NS	(10ULL * 1000 * 1000)
+#define KVP_DEPTH_WINDOW_MIN	32U
+#define KVP_DEPTH_WINDOW_MAX_NS	(500ULL * 1000 * 1000)
+#define KVP_DEPTH_MIN		4U
+/* A window idle this long is discarded; trials back off up to 4 x this. */
+#define KVP_DEPTH_STALE_NS	(1000ULL * 1000 * 1000)
+#define KVP_DEPTH_BACKOFF_MAX	64U
+
+void kvp_depth_init(struct kvp_depth *d, u32 max);
+/*
+ * The host's ceiling changed (nr_requests): the limit is clamped to it, or
+ * follows it if it was at the old one.
+ */
+void kvp_depth_set_max(struct kvp_depth *d, u32 max);
+/* A scheduled request entered the device; @inflight counts it already. */
+void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);
+/*
+ * A scheduled request completed after @lat_ns in the device (0: unknown);
+ * @inflight no longer counts it; @bound: the limit was full and work was
+ * waiting when it completed. Returns true if the limit changed.
+ */
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+			 u32 inflight, bool bound);
+
+/* Set-up: one allocation of kvp_size() bytes, zeroed, handed to kvp_init. */
+unsigned long kvp_size(u32 nr_batches);
+struct kvp_sched *kvp_init(void *mem, u32 nr_batches);
+/* Close every draining batch (teardown, or batch_window_us lowered). */
+void kvp_flush_draining(struct kvp_sched *ps);
+/* Close the draining batches whose window has passed. */
+void kvp_reap(struct kvp_sched *ps, u64 now);
+
+/* Tier of a request from its ioprio and direction. */
+enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync);
+
+/* The batch a new request with @key joins; never NULL. */
+struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
+				enum kvb_tier tier, u64 now);
+
+/*
+ * Request events. @head_ns is the arrival time of the batch's oldest
+ * queued request after the event (ignored when none is queued). The write
+ * queue is ps->wq and takes the same events.
+ */
+void kvp_rq_queued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
+void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
+		     u64 now);
+void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
+		       u64 head_ns, u32 bytes);
+void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
+void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now);
+/*
+ * The arrival time of @b's oldest queued request changed without a request
+ * entering or leaving it: a request of @b received an older one by a merge.
+ */
+void kvp_batch_head_changed(struct kvp_sched *ps, struct kvp_batch *b,
+			    u64 head_ns);
+
+/*
+ * The policy's parameters from the tunables (values within the ranges of
+ * kvb_tunables[]). max_inflight 0 stays 0 (no limit): the module puts its
+ * estimated limit there, the simulator the device queue depth.
+ */
+void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
+
+/* What to dispatch next. The host must dispatch what it is told. */
+struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);
+
+/*
+ * True when the only queued work is deferred writes held behind in-flight
+ * demand, so that kvp_choose() returns nothing until the demand completes
+ * or, at *@until, the oldest write expires. Reads the core without
+ * changing it: the host may call it without its lock for a hint
+ * (has_work), and must then tolerate a stale answer.
+ */
+bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until);
+
+/* True while max_inflight requests are in the device. */
+static inline bool kvp_throttled(const struct kvp_sched *ps)
+{
+	return ps->p.max_inflight && ps->inflight >= ps->p.max_inflight;
+}
+
+static inline u32 kvp_pending(const struct kvp_batch *b)
+{
+	return b->queued + b->inflight;
+}
+
+unsigned int kvp_hist_bucket(u64 ns);
+/* Upper bound, in µs, of the bucket holding the @pct-th percentile. */
+u64 kvp_hist_pct(const u64 *hist, unsigned int pct);
+/* Zero the counters; gauges (live batches) keep their value. */
+void kvp_stats_reset(struct kvp_sched *ps);
+
+#endif /* _KV_POLICY_H */
