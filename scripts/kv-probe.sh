@@ -49,8 +49,6 @@ probe KVB_INIT_SCHED_TAKES_EQ "$elv" '\(\*init_sched\)\([^,]*, *struct elevator_
 	'the core allocates the elevator_queue (6.16.4+)'
 probe KVB_DEPTH_UPDATED_TAKES_Q "$elv" '\(\*depth_updated\)\( *struct request_queue' \
 	'depth_updated() takes the request_queue (6.17.4+)'
-probe KVB_HAVE_ELV_FEATURES "$elv" 'elevator_features' \
-	'struct elevator_type has elevator_features (up to 6.11)'
 # Declared in blk-mq.h when it came (6.17.4), an inline of blk-mq-sched.h
 # by 7.3: look in both.
 probe KVB_HAVE_MIN_SHALLOW_DEPTH_Q <(cat "$bmq" "$bms") 'blk_mq_set_min_shallow_depth' \
