@@ -104,7 +104,7 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "queued %u\n", queued);
 	seq_printf(m, "inflight %u\n", inflight);
 	for (i = 0; i < KVB_NR_REASONS; i++)
-		seq_printf(m, "dispatch_%s %llu\n", kvb_reason_names[i],
+		seq_printf(m, "reason_%s %llu\n", kvb_reason_names[i],
 			   cs.dispatched[i]);
 	for (i = 0; i < KVB_NR_BATCH_TIERS; i++) {
 		seq_printf(m, "%s_batches_opened %llu\n", kvb_tier_names[i],
@@ -135,8 +135,6 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 		seq_printf(m, "dispatched_%s %llu\n", kvb_tier_names[i],
 			   cs.dispatched_tier[i]);
 	seq_printf(m, "writes_deferred %llu\n", cs.deferred);
-	seq_printf(m, "writes_released %llu\n",
-		   cs.dispatched_tier[KVB_TIER_WRITE]);
 	seq_printf(m, "write_bursts %llu\n", cs.bursts);
 	seq_printf(m, "throttled %llu\n", cs.throttled);
 	seq_printf(m, "batches_live %u\n", cs.live);

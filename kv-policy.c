@@ -54,7 +54,7 @@ const char *const kvb_tier_names[KVB_NR_TIERS] = {
 const char *const kvb_reason_names[KVB_NR_REASONS] = {
 	[KVB_WHY_EXPIRED]	= "expired",
 	[KVB_WHY_TAIL]		= "tail",
-	[KVB_WHY_FOREIGN]	= "foreign",
+	[KVB_WHY_NORMAL]	= "normal",
 	[KVB_WHY_PREFETCH]	= "prefetch",
 	[KVB_WHY_WRITE_BURST]	= "write_burst",
 	[KVB_WHY_SHARE]		= "share",
@@ -744,7 +744,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	/* 6. Everything else that is not prefetch. */
 	b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
 	if (b) {
-		pick = kvp_pick_batch(b, KVB_WHY_FOREIGN);
+		pick = kvp_pick_batch(b, KVB_WHY_NORMAL);
 		goto out;
 	}
 

@@ -66,7 +66,7 @@ enum kvb_tier {
 enum kvb_reason {
 	KVB_WHY_EXPIRED,	/* waited past its tier's expire time */
 	KVB_WHY_TAIL,		/* demand batch with least remaining work */
-	KVB_WHY_FOREIGN,	/* normal batch */
+	KVB_WHY_NORMAL,		/* a normal batch */
 	KVB_WHY_PREFETCH,	/* prefetch, nothing else waiting */
 	KVB_WHY_WRITE_BURST,	/* deferred writes released */
 	KVB_WHY_SHARE,		/* a background tier's guaranteed share */

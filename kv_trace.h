@@ -18,7 +18,7 @@
 
 #define kvb_show_reason(r)						\
 	__print_symbolic(r, { 0, "expired" }, { 1, "tail" },		\
-			 { 2, "foreign" }, { 3, "prefetch" },		\
+			 { 2, "normal" }, { 3, "prefetch" },		\
 			 { 4, "write_burst" }, { 5, "share" })
 
 /* A batch opened: the first request of a key with nothing pending. */

@@ -64,7 +64,7 @@ log "$(tr '\n' ' ' < $stats)"
 ktap_check "no O_SYNC write waited ${bound_ms} ms or more" \
 	test "${max_ms:-$expire_ms}" -lt $bound_ms
 ktap_check "demand reads were queued meanwhile" \
-	test "$(kvb_stat nullb0 dispatch_tail)" -gt 0
+	test "$(kvb_stat nullb0 reason_tail)" -gt 0
 
 kill $demand 2>/dev/null
 wait $demand

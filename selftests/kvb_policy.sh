@@ -55,11 +55,11 @@ for d in "${disks[@]}"; do
 	ktap_check "$d: tagged mixed workload, every byte verified" mixed "$d" "$size"
 	log "$d: $(tr '\n' ' ' < /sys/kernel/debug/block/$d/sched/stats)"
 	ktap_check "$d: demand batches dispatched by least remaining work" \
-		test "$(kvb_stat "$d" dispatch_tail)" -gt 0 -a \
+		test "$(kvb_stat "$d" reason_tail)" -gt 0 -a \
 		"$(kvb_stat "$d" demand_batches_closed)" -gt 0
 	ktap_check "$d: normal and idle readers served" \
-		test "$(kvb_stat "$d" dispatch_foreign)" -gt 0 -a \
-		$(($(kvb_stat "$d" dispatch_prefetch) + $(kvb_stat "$d" dispatch_expired))) -gt 0
+		test "$(kvb_stat "$d" reason_normal)" -gt 0 -a \
+		$(($(kvb_stat "$d" reason_prefetch) + $(kvb_stat "$d" reason_expired))) -gt 0
 	ktap_check "$d: writes went through the deferred write queue" \
 		test "$(kvb_stat "$d" writes_deferred)" -gt 0 -a \
 		"$(kvb_stat "$d" write_bursts)" -gt 0

@@ -148,7 +148,7 @@ ktap_check "all four tools exit on SIGINT and print their maps" stop_tools
 for t in batchlat ahead reasons writes; do
 	sed "s/^/# $t: /" "$KVB_SCRATCH/$t.out" | head -60
 done
-grep -E '_batches_(opened|closed)|writes_deferred|dispatch_tail' $dbg/stats | sed 's/^/# /'
+grep -E '_batches_(opened|closed)|writes_deferred|reason_tail' $dbg/stats | sed 's/^/# /'
 
 closed=0 opened=0
 for tier in demand normal prefetch; do
