@@ -200,9 +200,17 @@ tools: $(TOOLS_BINS) kvsim
 kvsim:
 	@$(MAKE) --no-print-directory -C $(TOP)/tools/kvsim CFLAGS="$(USER_CFLAGS)" O=$(BUILD)/tools/kvsim
 
-$(BUILD)/tools/kvbench: $(TOP)/tools/kvbench/kvbench.c
+# kvbench --trace reads JSONL with json-c (libjson-c-dev, scripts/deps.txt).
+KVBENCH_SRCS	:= $(addprefix $(TOP)/tools/kvbench/,kvbench.c kvtier.c kvtrace.c)
+KVBENCH_HDRS	:= $(addprefix $(TOP)/tools/kvbench/,kvtier.h kvtrace.h) \
+		   $(addprefix $(TOP)/tools/include/,kv-ioprio.h kv-rand.h kv-user.h)
+JSONC_CFLAGS	:= $(shell pkg-config --cflags json-c 2>/dev/null)
+JSONC_LIBS	:= $(or $(shell pkg-config --libs json-c 2>/dev/null),-ljson-c)
+
+$(BUILD)/tools/kvbench: $(KVBENCH_SRCS) $(KVBENCH_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -o $@ $< -luring -lm
+	$(CC) $(USER_CFLAGS) $(JSONC_CFLAGS) -o $@ $(KVBENCH_SRCS) -luring \
+		$(JSONC_LIBS) -lm
 
 $(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c
 	@mkdir -p $(dir $@)

@@ -5,9 +5,11 @@
 #
 #   1. install missing Debian packages (scripts/install-deps.sh);
 #   2. static checks: W=1 build for every supported kernel, checkpatch
-#      --strict and sparse; the unit tests (policy core, kvsim), kvsim's
-#      command line and trace converter (selftests/kvsim_cli.sh) and its
-#      page in headless Chromium (selftests/kvsim_browser.sh);
+#      --strict and sparse; the unit tests (policy core, kvsim, kvbench's
+#      tier model), kvsim's command line and trace converter
+#      (selftests/kvsim_cli.sh) and its page in headless Chromium
+#      (selftests/kvsim_browser.sh); kvbench --trace and kvtracegen on a
+#      regular file (selftests/kvtrace_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
 #      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
 #      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
@@ -113,6 +115,13 @@ for t in cli browser; do
 	grep '^# ' "$log" | ktap_diag
 	grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvsim $t test ran"
 done
+
+# --- kvbench --trace and kvtracegen (host, a regular file, no device) -----
+log=$logdir/kvtrace-cli.log
+selftests/kvtrace_cli.sh > "$log" 2>&1
+tap_points "kvtrace: " "$log" '^(not )?ok [0-9]+ '
+grep '^# ' "$log" | ktap_diag
+grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvtrace cli test ran"
 
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then
