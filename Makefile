@@ -83,8 +83,8 @@ else
   KVB_BLOCK_INC	:= $(KSRC_DIR)/block
 endif
 
-SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-compat.h kv_trace.h scripts
-CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-compat.h kv_trace.h
+SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv_trace.h scripts
+CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv_trace.h
 
 .PHONY: all modules prepare all-kernels test test-extended test-debug soak \
 	unit demo bench \
@@ -203,7 +203,7 @@ kvsim:
 # kvbench --trace reads JSONL with json-c (libjson-c-dev, scripts/deps.txt).
 KVBENCH_SRCS	:= $(addprefix $(TOP)/tools/kvbench/,kvbench.c kvtier.c kvtrace.c)
 KVBENCH_HDRS	:= $(addprefix $(TOP)/tools/kvbench/,kvtier.h kvtrace.h) \
-		   $(addprefix $(TOP)/tools/include/,kv-ioprio.h kv-rand.h kv-user.h)
+		   $(TOP)/kv-ioprio.h $(addprefix $(TOP)/tools/include/,kv-rand.h kv-user.h)
 JSONC_CFLAGS	:= $(shell pkg-config --cflags json-c 2>/dev/null)
 JSONC_LIBS	:= $(or $(shell pkg-config --libs json-c 2>/dev/null),-ljson-c)
 

@@ -73,22 +73,17 @@ const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
 
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };
 
-/* The ioprio layout (class 13..15, hint 3..12, level 0..2) is ABI. */
-#define KVP_IOPRIO_CLASS(p)	(((p) >> 13) & 0x7)
-#define KVP_IOPRIO_HINT(p)	(((p) >> 3) & 0x3ff)
-#define KVP_CLASS_RT		1
-#define KVP_CLASS_IDLE		3
-
+/* The tag's layout is kv-ioprio.h's (the ioprio ABI). */
 enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync)
 {
-	unsigned int class = KVP_IOPRIO_CLASS(ioprio);
+	unsigned int class = KV_IOPRIO_CLASS(ioprio);
 
 	/* Async writeback and idle writes can wait for demand to finish. */
-	if (write && (!sync || class == KVP_CLASS_IDLE))
+	if (write && (!sync || class == KV_IOPRIO_CLASS_IDLE))
 		return KVB_TIER_WRITE;
-	if (class == KVP_CLASS_IDLE)
+	if (class == KV_IOPRIO_CLASS_IDLE)
 		return KVB_TIER_PREFETCH;
-	if (class == KVP_CLASS_RT || KVP_IOPRIO_HINT(ioprio))
+	if (class == KV_IOPRIO_CLASS_RT || KV_IOPRIO_HINT(ioprio))
 		return KVB_TIER_DEMAND;
 	return KVB_TIER_NORMAL;
 }

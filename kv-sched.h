@@ -15,6 +15,8 @@
 #include "kv-user.h"
 #endif
 
+#include "kv-ioprio.h"
+
 #define KVB_NAME	"kvbatch"
 #define KVB_VERSION	"0.2.0"
 

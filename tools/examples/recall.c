@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 /* The tag's layout (tools/include; class, hint and level bits). */
-#include "../include/kv-ioprio.h"
+#include "../../kv-ioprio.h"
 
 static double now_ms(void)
 {

@@ -49,7 +49,7 @@
 #include <unistd.h>
 
 /* tools/include, found from this file's directory. */
-#include "../include/kv-ioprio.h"
+#include "../../kv-ioprio.h"
 #include "../include/kv-rand.h"
 #include "../include/kv-user.h"
 #include "kvtier.h"

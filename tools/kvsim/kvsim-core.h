@@ -19,7 +19,6 @@
 #ifndef _KVSIM_CORE_H
 #define _KVSIM_CORE_H
 
-#include "kv-ioprio.h"
 #include "kv-user.h"
 #include "kv-policy.h"
 

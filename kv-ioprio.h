@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * kv-ioprio.h: kvbatch's tag, for the userspace tools (kvbench, kvsim,
- * the tagging example tools/examples/recall.c) and the unit tests. A
- * request's tag is its Linux I/O priority, whose layout is ABI: class in
+ * kv-ioprio.h: kvbatch's tag, the one definition shared by the policy
+ * core (kv-policy.c, through kv-sched.h), the userspace tools (kvbench,
+ * kvsim, the tagging example tools/examples/recall.c) and the unit tests.
+ * A request's tag is its Linux I/O priority, whose layout is ABI: class in
  * bits 13..15, hint in bits 3..12, level in bits 0..2. The policy core
  * reads the tier from it (kvp_tier_of(): RT, or BE with a hint, is
- * demand; IDLE is prefetch) and, with batch_key ioprio, the batch.
+ * demand; IDLE is prefetch) and, with batch_key ioprio, the batch. It
+ * depends on nothing, so that an application can copy it.
  *
  * Constant expressions, so that tables can be built from them (the uapi
  * header's IOPRIO_PRIO_VALUE_HINT() is a function, and absent from older
