@@ -7,3 +7,8 @@
 # schedulers of the list $s other than $k, in $r (scheduler -> result):
 # what "mean/best" and "p99/best" divide by.
 def best_peer($r; $s; $k; f): [$s[] | select(. != $k) | $r[.] | f] | min;
+
+# completion(r): the completion-time summary of one kvbench result (its
+# "all" row): batch completion for the synthetic workloads, per-request
+# recall completion for a replayed trace (kvbench --trace).
+def completion(r): (r.batch_ms // r.recall_ms).all;
