@@ -9,7 +9,8 @@
 #      tier model), kvsim's command line and trace converter
 #      (selftests/kvsim_cli.sh) and its page in headless Chromium
 #      (selftests/kvsim_browser.sh); kvbench --trace and kvtracegen on a
-#      regular file (selftests/kvtrace_cli.sh);
+#      regular file (selftests/kvtrace_cli.sh); tools/kvbatch-stat on
+#      fixture files (selftests/kvstat_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
 #      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
 #      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
@@ -122,6 +123,13 @@ selftests/kvtrace_cli.sh > "$log" 2>&1
 tap_points "kvtrace: " "$log" '^(not )?ok [0-9]+ '
 grep '^# ' "$log" | ktap_diag
 grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvtrace cli test ran"
+
+# --- kvbatch-stat on fixture files (host) ---------------------------------
+log=$logdir/kvstat-cli.log
+selftests/kvstat_cli.sh > "$log" 2>&1
+tap_points "kvbatch-stat: " "$log" '^(not )?ok [0-9]+ '
+grep '^# ' "$log" | ktap_diag
+grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvbatch-stat host test ran"
 
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then

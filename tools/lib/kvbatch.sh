@@ -25,3 +25,19 @@ kvb_nullb_load() {
 	udevadm settle 2>/dev/null || true
 	[ -b /dev/nullb0 ] || return 2
 }
+
+# kvb_python: print a python3 that can import prometheus_client, which
+# tools/kvbatch-stat's --prometheus needs; status 1 if there is none.
+# Debian's /usr/bin/python3 has it once python3-prometheus-client is
+# installed, but the first python3 on PATH may be another one.
+kvb_python() {
+	local p
+
+	for p in python3 /usr/bin/python3; do
+		if "$p" -c 'import prometheus_client' 2>/dev/null; then
+			command -v "$p"
+			return 0
+		fi
+	done
+	return 1
+}
