@@ -12,7 +12,12 @@
 # bpftrace attaches a script's probes one at a time and may run BEGIN (the
 # "Hit Ctrl-C" line) before the last is attached, so each tool counts as
 # started only once bpftool lists all its tracepoints as attached to it:
-# otherwise the first events of the workload can be missed.
+# otherwise the first events of the workload can be missed. And the kernel
+# does not run a BPF program when another one is running on the same CPU
+# (a batch closing in a completion interrupt): it counts a recursion miss
+# on the program instead. So a tool's count must equal the statistics less
+# at most the misses bpftool reports for kvbatch's programs (seen in a 7.3
+# guest: one close short, with 2 misses; the tracefs count was exact).
 source "$(dirname "$0")/lib.sh"
 
 tools=$KVB_ROOT/tools/bpftrace
@@ -122,6 +127,12 @@ run_kvbench() {
 }
 ktap_check "kvbench workload runs" run_kvbench
 sleep 1
+# Before the tools exit and their programs are gone. bpftrace names them
+# kvbatch_<event> (0.17) or tracepoint_kvbatch_kvbatch_<event>_<n> (0.23).
+misses=$(bpftool prog show --json |
+	jq '[.[] | select(.name | test("kvbatch")) | .recursion_misses // 0] |
+	    add // 0')
+log "BPF program runs the kernel skipped (recursion misses): $misses"
 # Stop the tools like Ctrl-C would; each must print its maps and exit.
 # One at a time: four bpftrace instances tearing down at once on a
 # two-vCPU TCG guest can take longer than any sane bound.
@@ -166,18 +177,23 @@ hist_total=$(awk '{ n += $3 } END { print n + 0 }' $dbg/histogram)
 ktap_check "stats: histogram counts ($hist_total) = batches closed" \
 	test "$hist_total" -eq "$closed"
 
+# within TRACED STAT: TRACED is STAT, or short of it by at most the misses.
+within() {
+	[ -n "$1" ] && [ "$1" -le "$2" ] && [ "$1" -ge $(($2 - misses)) ]
+}
+
 # "@closed[major, minor]: N" from kvbatch-batchlat.
 traced=$(sed -n 's/^@closed\[.*\]: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/batchlat.out")
-ktap_check "batchlat: traced closes (${traced:-none}) = stats" \
-	test "${traced:-x}" = "$closed"
+ktap_check "batchlat: traced closes (${traced:-none}) = stats ($closed) less misses ($misses)" \
+	within "$traced" "$closed"
 ahead=$(sed -n 's/^@batches: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/ahead.out")
-ktap_check "ahead: demand batches (${ahead:-none}) = stats" \
-	test "${ahead:-x}" = "$(kvb_stat nullb0 demand_batches_closed)"
+ktap_check "ahead: demand batches (${ahead:-none}) = stats less misses" \
+	within "$ahead" "$(kvb_stat nullb0 demand_batches_closed)"
 ktap_check "reasons: per-second counts include the critical tail" \
 	grep -q '^@dispatch\[tail\]: [1-9]' "$KVB_SCRATCH/reasons.out"
 deferred=$(sed -n 's/^@deferred: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/writes.out")
-ktap_check "writes: traced deferrals (${deferred:-none}) = stats" \
-	test "${deferred:-x}" = "$(kvb_stat nullb0 writes_deferred)"
+ktap_check "writes: traced deferrals (${deferred:-none}) = stats less misses" \
+	within "$deferred" "$(kvb_stat nullb0 writes_deferred)"
 demand_hist=$(awk '$1 == "demand" { n += $3 } END { print n + 0 }' $dbg/histogram)
 ktap_check "histogram: demand buckets = demand batches closed" \
 	test "$demand_hist" -eq "$(kvb_stat nullb0 demand_batches_closed)"
