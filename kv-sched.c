@@ -452,8 +452,6 @@ static bool kvb_hold(struct kvb_data *kd)
 	WRITE_ONCE(kd->held, true);
 	/* Pairs with the barrier in kvb_record_needs_lock(). */
 	smp_mb();
-	if (!atomic_read(&kd->undrained))
-		return false;
 	kvb_drain(kd);
 	return !kvp_throttled(kd->ps);
 }
