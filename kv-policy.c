@@ -655,7 +655,6 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	struct kvp_batch *b, *oldest = NULL;
 	struct kvp_batch *wq = ps->wq;
 	struct kvp_pick pick;
-	u32 burst;
 	int t;
 
 	if (!ps->queued)
@@ -714,8 +713,12 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 
 	/*
 	 * 5. Writes. A burst in progress finishes; otherwise writes wait
-	 * while demand is in flight, and then compete with the normal tier
-	 * as one batch of a burst's size.
+	 * while demand is in flight, and then take turns with the normal
+	 * tier in arrival order: a burst starts when the oldest deferred
+	 * write is older than every queued normal request. Not by remaining
+	 * work: foreign readers keep a request or two queued each, less than
+	 * any burst, and a device they saturate would release writes only
+	 * at their expiry.
 	 */
 	if (wq->queued) {
 		if (ps->burst_left) {
@@ -723,10 +726,8 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 			goto out;
 		}
 		if (!ps->tier[KVB_TIER_DEMAND].inflight) {
-			burst = wq->queued < ps->p.write_batch ?
-				wq->queued : ps->p.write_batch;
-			b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
-			if (!b || burst <= kvp_pending(b)) {
+			b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].age);
+			if (!b || wq->head_ns <= b->head_ns) {
 				pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST,
 						      true);
 				goto out;

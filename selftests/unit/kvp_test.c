@@ -1675,6 +1675,65 @@ static bool test_defer_max_and_hold(void)
 	return true;
 }
 
+/*
+ * With no demand in the device, deferred writes and foreign (normal) reads
+ * are served in arrival order. Foreign readers keep a small batch each, so
+ * a burst of write_batch writes never has less remaining work than the
+ * least of them; were that the test, a device saturated by foreign reads
+ * would release writes only at their expiry (a burst per write_expire_ms),
+ * and an engine's KV offload backlog would grow without bound.
+ */
+static bool test_writes_vs_normal(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq n[8 + 64], w[2] = {
+		{ .arrival = 9, .sector = 100 }, { .arrival = 10, .sector = 200 },
+	};
+	struct kvp_batch *nb[8];
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	u32 i, used = 0, before = 0;
+	u64 now = 20;
+	void *mem;
+
+	mem = calloc(1, kvp_size(16));
+	ps = kvp_init(mem, 16);
+	ps->p = p;
+	memset(n, 0, sizeof(n));
+	/* Eight foreign readers, one request each, older than the writes. */
+	for (i = 0; i < 8; i++) {
+		n[used].arrival = i + 1;
+		nb[i] = kvp_get_batch(ps, 100 + i, KVB_TIER_NORMAL, i + 1);
+		mini_queue(ps, nb[i], &n[used++]);
+	}
+	mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 9), &w[0]);
+	mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 10), &w[1]);
+
+	/* Each reader reissues as soon as its request is dispatched. */
+	for (i = 0; i < 64; i++, now++) {
+		pick = kvp_choose(ps, now);
+		if (pick.kind != KVP_PICK_BATCH)
+			break;
+		before++;
+		list_del_init(&list_first_entry(&pick.batch->rqs,
+						struct mini_rq, node)->node);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096);
+		kvp_rq_completed(ps, pick.batch, now);
+		n[used].arrival = now;
+		mini_queue(ps, kvp_get_batch(ps, pick.batch->key,
+					     KVB_TIER_NORMAL, now),
+			   &n[used++]);
+	}
+	diag("%u foreign reads dispatched before the first write", before);
+	EXPECT(pick.kind == KVP_PICK_WRITE && pick.burst_start,
+	       "writes queued at 9 and 10 ns not served in %u dispatches",
+	       before);
+	EXPECT(before == 8, "%u foreign reads went first, expected the 8 older",
+	       before);
+	free(mem);
+	return true;
+}
+
 TAP_MAIN(
 	{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
 	{ test_seed_prefetch, "seed 2: demand vs prefetch" },
@@ -1697,5 +1756,7 @@ TAP_MAIN(
 	{ test_tiers, "tier of each ioprio class and direction" },
 	{ test_share, "normal and prefetch shares under a demand backlog" },
 	{ test_defer_max_and_hold,
-	  "write_defer_max with demand queued; held agrees with choose" }
+	  "write_defer_max with demand queued; held agrees with choose" },
+	{ test_writes_vs_normal,
+	  "deferred writes and foreign reads in arrival order, demand idle" }
 )
