@@ -7,7 +7,9 @@
 # scheduler files and debugfs stats, histogram and depth files of two
 # disks. Bad arguments exit 2 with the usage and print nothing; no kvbatch
 # disk, no debugfs, or a missing key exit 1 naming what is missing;
-# unknown lines are ignored; the first report shows the counts since the
+# unknown lines are ignored, but a reason or tier that kvbatch does not
+# have today gets its column and series from its stats lines (the tool
+# takes the names from there); the first report shows the counts since the
 # statistics began and later ones the differences, with p50 and p99 from
 # the histogram's differences, and a reset (counters going back) starts
 # over; --prometheus output passes promtool check metrics (a SKIP without
@@ -202,6 +204,25 @@ ktap_check "unknown lines and tiers are ignored" \
 	test "$(fields "$tmp/o" nullb0)" = "$want_a" -a ! -s "$tmp/e"
 rm -rf "$tmp/debug3"
 
+# new_names DIR: a dispatch reason and a batch tier that kvbatch does not
+# have, in nullb0's stats and histogram under DIR, where kv-debugfs.c
+# would print them: the tool takes the names from these lines.
+new_names() {
+	local d=$1/block/nullb0/sched
+
+	sed -i -e '/^reason_share /a reason_idle_slice 7' \
+		-e '/^prefetch_overflow_rqs /a zone_batches_opened 4\nzone_batches_closed 4\nzone_overflow_rqs 1' \
+		-e '/^dispatched_prefetch /a dispatched_zone 3' "$d/stats"
+	echo "zone 2048 4" >> "$d/histogram"
+}
+cp -r "$tmp/debug" "$tmp/debug4"
+new_names "$tmp/debug4"
+KVBATCH_DEBUGFS=$tmp/debug4 "$pyt" "$stat" -d nullb0 > "$tmp/o" 2> "$tmp/e"
+ktap_check "a new reason in the stats file: a column after the others" \
+	test "$(head -1 "$tmp/o" | tr -s ' ' | cut -d' ' -f10-12)" = "share idle_slice deferred" \
+	-a "$(fields "$tmp/o" nullb0)" = "${want_a/ 13 / 13 7 }" -a ! -s "$tmp/e"
+rm -rf "$tmp/debug4"
+
 "$pyt" "$stat" > "$tmp/o" 2> "$tmp/e"
 rc=$?
 sed 's/^/one report: /' "$tmp/o" | ktap_diag
@@ -270,5 +291,14 @@ rc=$?
 ktap_diag < "$tmp/check"
 ktap_check "the exposition parses (prometheus_client) and its values are the files'" \
 	test $rc -eq 0
+
+new_names "$tmp/debug"
+"$py" "$stat" -d nullb0 --prometheus > "$tmp/prom" 2> "$tmp/e"
+ktap_check "a new reason and tier: their series, with the files' values" \
+	sh -c "grep -qx 'kvbatch_dispatches_total{device=\"nullb0\",reason=\"idle_slice\"} 7.0' '$tmp/prom' &&
+	grep -qx 'kvbatch_batches_opened_total{device=\"nullb0\",tier=\"zone\"} 4.0' '$tmp/prom' &&
+	grep -qx 'kvbatch_overflow_requests_total{device=\"nullb0\",tier=\"zone\"} 1.0' '$tmp/prom' &&
+	grep -qx 'kvbatch_tier_requests_dispatched_total{device=\"nullb0\",tier=\"zone\"} 3.0' '$tmp/prom' &&
+	grep -qx 'kvbatch_batch_duration_seconds_bucket{device=\"nullb0\",le=\"+Inf\",tier=\"zone\"} 4.0' '$tmp/prom'"
 
 ktap_finished

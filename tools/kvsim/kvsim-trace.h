@@ -6,7 +6,7 @@
  * request's key is the index of its batch name, so the policy core sees
  * one key per name, as it would see one ioprio/cgroup tag per recall.
  *
- * The format (Documentation/kvbatch.rst, "kvsim"), one item per line,
+ * The format (Documentation/kvsim.rst, "Trace format"), one item per line,
  * '#' starts a comment:
  *
  *   title TEXT | note TEXT | dies N | queue-depth N | chunk SECTORS |

@@ -11,7 +11,7 @@
  * comparison in which either fails. Only the order differs, and with it
  * the time at which each batch's last request completes.
  *
- * See Documentation/kvbatch.rst ("kvsim") for the trace format.
+ * See Documentation/kvsim.rst ("Trace format") for the trace format.
  */
 #include <errno.h>
 #include <getopt.h>
