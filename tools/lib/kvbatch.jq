@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
-# tools/lib/kvbatch.jq: jq definitions shared by tools/kvcompare and
-# tools/kvreport ("jq -L tools/lib 'include "kvbatch"; ...'").
+# tools/lib/kvbatch.jq: jq definitions of tools/kvcompare ("jq -L
+# tools/lib 'include "kvbatch"; ...'"). tools/lib/kvbatch.py has their
+# Python twins, for tools/kvreport: keep the two in step.
 
 # best_peer($r; $s; $k; f): the best (lowest) figure f among the
 # schedulers of the list $s other than $k, in $r (scheduler -> result):

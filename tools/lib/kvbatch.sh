@@ -1,12 +1,14 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash disable=SC2034
 #
-# tools/lib/kvbatch.sh: what the shell tools (kvsuite, kvcompare,
-# kvreport) and the selftests (selftests/lib.sh) share. Sourced; defines
-# nothing but these names.
+# tools/lib/kvbatch.sh: what the shell tools (kvsuite, kvcompare) and the
+# selftests (selftests/lib.sh) share. Sourced; defines nothing but these
+# names.
 
 # The schedulers kvbatch is compared with, then kvbatch: the rows of
-# every comparison table, in this order.
+# every comparison table, in this order. The one copy of the list:
+# tools/lib/kvbatch.py reads it from this line, for the Python tools
+# (tools/kvreport), so it stays KVB_SCHEDS="name ...".
 KVB_SCHEDS="none mq-deadline kyber bfq kvbatch"
 
 # kvb_load_peers: load the peers that are modules (kyber, bfq), so that a
