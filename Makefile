@@ -14,7 +14,8 @@
 #   make tools                 build/tools/kvbench (load generator) and
 #                              tools/kvsim/kvsim (scheduling simulator)
 #   make demo                  the main job, short: kvbatch against the peers
-#   make bench                 the comparison suite (build/bench/), ~32 min
+#   make bench                 the comparison suite (build/bench/), ~27 min
+#                              per kernel
 #   make install / uninstall   put kvbatch.ko in /lib/modules/<ver>/updates
 #   make deb                   build/deb/kvbatch-dkms_<ver>_all.deb (DKMS)
 #   make checkpatch sparse     static checks
