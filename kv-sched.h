@@ -78,7 +78,11 @@ enum kvb_reason {
 /* Batch completion-time histogram: bucket i holds [2^(i-1), 2^i) µs. */
 #define KVB_HIST_BUCKETS	32
 
-/* Their names in debugfs, sysfs and the tracepoints (kv-policy.c). */
+/*
+ * Their names in debugfs, sysfs and the tracepoints (kv-policy.c); with
+ * the NUL, each fits in KVB_NAME_LEN bytes (a tracepoint field).
+ */
+#define KVB_NAME_LEN		12
 extern const char *const kvb_tier_names[KVB_NR_TIERS];
 extern const char *const kvb_reason_names[KVB_NR_REASONS];
 

@@ -12,14 +12,16 @@
 
 #include <linux/tracepoint.h>
 
-#define kvb_show_tier(t)						\
-	__print_symbolic(t, { 0, "demand" }, { 1, "normal" },		\
-			 { 2, "prefetch" }, { 3, "write" })
+#include "kv-sched.h"
 
-#define kvb_show_reason(r)						\
-	__print_symbolic(r, { 0, "expired" }, { 1, "tail" },		\
-			 { 2, "normal" }, { 3, "prefetch" },		\
-			 { 4, "write_burst" }, { 5, "share" })
+/*
+ * Tiers and reasons are recorded as their names (kvb_tier_names[] and
+ * kvb_reason_names[]), so that a new tier or reason needs no change here
+ * and bpftrace, perf and the text output all read the same string. The
+ * field is zero-padded: bpftrace keys a map by all of its bytes, and the
+ * ring buffer would otherwise show an older event's bytes after the NUL.
+ */
+#define kvb_trace_name(dst, names, i)	strscpy_pad(dst, names[i], KVB_NAME_LEN)
 
 /* A batch opened: the first request of a key with nothing pending. */
 TRACE_EVENT(kvbatch_batch_open,
@@ -27,15 +29,15 @@ TRACE_EVENT(kvbatch_batch_open,
 	    TP_ARGS(dev, key, tier, seq),
 	    TP_STRUCT__entry(__field(dev_t, dev)
 			     __field(u64, key)
-			     __field(int, tier)
+			     __array(char, tier, KVB_NAME_LEN)
 			     __field(u32, seq)),
 	    TP_fast_assign(__entry->dev = dev;
 			   __entry->key = key;
-			   __entry->tier = tier;
+			   kvb_trace_name(__entry->tier, kvb_tier_names, tier);
 			   __entry->seq = seq;),
 	    TP_printk("%d,%d key=%#llx tier=%s seq=%u",
 		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->key,
-		      kvb_show_tier(__entry->tier), __entry->seq)
+		      __entry->tier, __entry->seq)
 );
 
 /* A batch closed: its last request completed (after batch_window_us). */
@@ -45,21 +47,21 @@ TRACE_EVENT(kvbatch_batch_close,
 	    TP_ARGS(dev, key, tier, seq, nr_rqs, bytes, duration_ns),
 	    TP_STRUCT__entry(__field(dev_t, dev)
 			     __field(u64, key)
-			     __field(int, tier)
+			     __array(char, tier, KVB_NAME_LEN)
 			     __field(u32, seq)
 			     __field(u32, nr_rqs)
 			     __field(u64, bytes)
 			     __field(u64, duration_ns)),
 	    TP_fast_assign(__entry->dev = dev;
 			   __entry->key = key;
-			   __entry->tier = tier;
+			   kvb_trace_name(__entry->tier, kvb_tier_names, tier);
 			   __entry->seq = seq;
 			   __entry->nr_rqs = nr_rqs;
 			   __entry->bytes = bytes;
 			   __entry->duration_ns = duration_ns;),
 	    TP_printk("%d,%d key=%#llx tier=%s seq=%u requests=%u bytes=%llu duration_us=%llu",
 		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->key,
-		      kvb_show_tier(__entry->tier), __entry->seq, __entry->nr_rqs,
+		      __entry->tier, __entry->seq, __entry->nr_rqs,
 		      __entry->bytes, __entry->duration_ns / 1000)
 );
 
@@ -75,23 +77,24 @@ TRACE_EVENT(kvbatch_dispatch,
 			     __field(sector_t, sector)
 			     __field(u32, bytes)
 			     __field(u64, key)
-			     __field(int, tier)
+			     __array(char, tier, KVB_NAME_LEN)
 			     __field(u32, seq)
-			     __field(int, reason)
+			     __array(char, reason, KVB_NAME_LEN)
 			     __field(u32, pending)),
 	    TP_fast_assign(__entry->dev = dev;
 			   __entry->sector = sector;
 			   __entry->bytes = bytes;
 			   __entry->key = key;
-			   __entry->tier = tier;
+			   kvb_trace_name(__entry->tier, kvb_tier_names, tier);
 			   __entry->seq = seq;
-			   __entry->reason = reason;
+			   kvb_trace_name(__entry->reason, kvb_reason_names,
+					  reason);
 			   __entry->pending = pending;),
 	    TP_printk("%d,%d sector=%llu bytes=%u key=%#llx tier=%s seq=%u reason=%s pending=%u",
 		      MAJOR(__entry->dev), MINOR(__entry->dev),
 		      (unsigned long long)__entry->sector, __entry->bytes,
-		      __entry->key, kvb_show_tier(__entry->tier), __entry->seq,
-		      kvb_show_reason(__entry->reason), __entry->pending)
+		      __entry->key, __entry->tier, __entry->seq,
+		      __entry->reason, __entry->pending)
 );
 
 /* A write entered the deferred write queue; deferred counts it. */
@@ -119,14 +122,15 @@ TRACE_EVENT(kvbatch_write_release,
 	    TP_STRUCT__entry(__field(dev_t, dev)
 			     __field(u32, burst)
 			     __field(u32, deferred)
-			     __field(int, reason)),
+			     __array(char, reason, KVB_NAME_LEN)),
 	    TP_fast_assign(__entry->dev = dev;
 			   __entry->burst = burst;
 			   __entry->deferred = deferred;
-			   __entry->reason = reason;),
+			   kvb_trace_name(__entry->reason, kvb_reason_names,
+					  reason);),
 	    TP_printk("%d,%d burst=%u deferred=%u reason=%s",
 		      MAJOR(__entry->dev), MINOR(__entry->dev), __entry->burst,
-		      __entry->deferred, kvb_show_reason(__entry->reason))
+		      __entry->deferred, __entry->reason)
 );
 
 /* The automatic max_inflight changed. */

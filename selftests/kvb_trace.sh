@@ -34,7 +34,7 @@ kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 ktap_print_header
-ktap_set_plan 18
+ktap_set_plan 19
 
 dbg=/sys/kernel/debug/block/nullb0/sched
 kvb_set_sched nullb0 kvbatch
@@ -191,6 +191,14 @@ ktap_check "ahead: demand batches (${ahead:-none}) = stats less misses" \
 	within "$ahead" "$(kvb_stat nullb0 demand_batches_closed)"
 ktap_check "reasons: per-second counts include the critical tail" \
 	grep -q '^@dispatch\[tail\]: [1-9]' "$KVB_SCRATCH/reasons.out"
+# The map is keyed by the reason's name as the tracepoint records it: a
+# second line for one reason in one second means bytes after the name.
+one_line_per_reason() {
+	awk '/^[0-9][0-9]:[0-9][0-9]:[0-9][0-9]$/ { delete seen; next }
+	     /^@dispatch\[/ { k = $1; if (seen[k]++) { print "# twice: " k; bad = 1 } }
+	     END { exit bad }' "$KVB_SCRATCH/reasons.out"
+}
+ktap_check "reasons: one line per reason per second" one_line_per_reason
 deferred=$(sed -n 's/^@deferred: \([0-9]*\)$/\1/p' "$KVB_SCRATCH/writes.out")
 ktap_check "writes: traced deferrals (${deferred:-none}) = stats less misses" \
 	within "$deferred" "$(kvb_stat nullb0 writes_deferred)"

@@ -1734,6 +1734,36 @@ static bool test_writes_vs_normal(void)
 	return true;
 }
 
+/*
+ * Tracepoints record tier and reason names in KVB_NAME_LEN bytes: each
+ * name must exist (a hole in the table would be a NULL), fit with its NUL
+ * and be unique, or a trace would be cut short or ambiguous.
+ */
+static bool names_ok(const char *const *names, int n, const char *what)
+{
+	int i, j;
+
+	for (i = 0; i < n; i++) {
+		EXPECT(names[i], "%s %d has no name", what, i);
+		if (!names[i])
+			continue;
+		EXPECT(strlen(names[i]) > 0 && strlen(names[i]) < KVB_NAME_LEN,
+		       "%s name '%s' does not fit %d bytes", what, names[i],
+		       KVB_NAME_LEN);
+		for (j = 0; j < i; j++)
+			EXPECT(!names[j] || strcmp(names[i], names[j]),
+			       "%s name '%s' twice", what, names[i]);
+	}
+	return true;
+}
+
+static bool test_names(void)
+{
+	names_ok(kvb_tier_names, KVB_NR_TIERS, "tier");
+	names_ok(kvb_reason_names, KVB_NR_REASONS, "reason");
+	return true;
+}
+
 TAP_MAIN(
 	{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
 	{ test_seed_prefetch, "seed 2: demand vs prefetch" },
@@ -1758,5 +1788,6 @@ TAP_MAIN(
 	{ test_defer_max_and_hold,
 	  "write_defer_max with demand queued; held agrees with choose" },
 	{ test_writes_vs_normal,
-	  "deferred writes and foreign reads in arrival order, demand idle" }
+	  "deferred writes and foreign reads in arrival order, demand idle" },
+	{ test_names, "tier and reason names fit the tracepoints' fields" }
 )
