@@ -149,7 +149,7 @@ ktap_check "debugfs state files readable" debugfs_files
 
 # Knob changes under load must be safe.
 knobs_under_load() {
-	local pid i rc=0
+	local pid i t0 rc=0
 
 	(cd "$KVB_SCRATCH" && fio --name=load --filename=/dev/$disk --rw=randrw \
 		--bs=4k --size=16M --direct=1 --ioengine=libaio --iodepth=16 \
@@ -160,7 +160,12 @@ knobs_under_load() {
 	local nrq=/sys/block/$disk/queue/nr_requests nr0 nr
 
 	nr0=$(cat $nrq)
-	for i in $(seq 100); do
+	# Change things for as long as the load runs, at least 20 times and
+	# at most 100: each nr_requests write freezes the queue, which can
+	# take long in an emulated guest.
+	t0=$SECONDS
+	for ((i = 0; i < 100; i++)); do
+		[ $i -lt 20 ] || kill -0 $pid 2>/dev/null || break
 		# Each nr_requests write freezes the queue and resizes the
 		# scheduler tags under kvbatch (its depth_updated hook).
 		nr=$((4 + RANDOM % 1021))
@@ -169,6 +174,7 @@ knobs_under_load() {
 		kvb_tunables_random $dir || rc=1
 		echo "${keys[$((RANDOM % 3))]}" > $dir/batch_key
 	done
+	log "$i changes of nr_requests and the knobs under load in $((SECONDS - t0)) s"
 	echo cgroup+ioprio > $dir/batch_key
 	echo "$nr0" > $nrq
 	wait $pid || rc=1
