@@ -887,7 +887,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	u64 base = d->base_ns;
 	bool idle_units;
 	u32 step, floor, from;
-	u64 need;
+	u64 need, used;
 
 	/*
 	 * A trial ends after one window: keep it or undo it. It is compared
@@ -952,9 +952,20 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 		/*
 		 * From the depth actually used: under a limit that did not
 		 * bind, a trial a quarter below the limit would change
-		 * nothing and show nothing.
+		 * nothing and show nothing. Nor would one a quarter below
+		 * the peak when bursts make the peak: there, the depth used
+		 * on average (Little's law) is where a shallower limit
+		 * starts to hold requests back and can show that it helps.
+		 * At most half the peak per window, so that one window of
+		 * shallow bursts does not take a deep device to a trial far
+		 * below its parallelism.
 		 */
 		from = peak && peak < d->limit ? peak : d->limit;
+		used = div64_u64(rate * mean, NSEC_PER_SEC) + 1;
+		if (used < from / 2)
+			used = from / 2;
+		if (used < from)
+			from = used;
 		need = div64_u64(rate * d->floor_ns, NSEC_PER_SEC) + 1;
 		floor = need < d->max ? need : d->max;
 		if (floor < KVP_DEPTH_MIN)
