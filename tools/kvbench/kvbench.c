@@ -1238,6 +1238,22 @@ static void report_trace(struct bench *b, const double *solo_ns,
 	       mib(res->backlog * o.bs), res->backlog_inflight);
 }
 
+/*
+ * Submit a batch of the synthetic workloads, its size drawn from rng
+ * among -s's, submitted at t: for the open-loop arrivals (stream -1,
+ * the trace's generator) and for the closed-loop streams (their own).
+ */
+static void start_batch(struct bench *b, int stream, uint64_t *rng,
+			uint64_t t)
+{
+	struct batch *bt = new_batch();
+
+	bt->stream = stream;
+	bt->size_idx = kv_rand64(rng) % o.nr_sizes;
+	bt->size = o.sizes[bt->size_idx];
+	submit_batch(b, bt, t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -1445,12 +1461,7 @@ int main(int argc, char **argv)
 
 		t = now_ns();
 		while (t >= next_arrival && next_arrival < end) {
-			struct batch *bt = new_batch();
-
-			bt->stream = -1;
-			bt->size_idx = kv_rand64(&rng_trace) % o.nr_sizes;
-			bt->size = o.sizes[bt->size_idx];
-			submit_batch(b, bt, next_arrival);
+			start_batch(b, -1, &rng_trace, next_arrival);
 			open_batches++;
 			next_arrival += rnd_exp_ns(&rng_trace, 1 / o.rate);
 		}
@@ -1459,12 +1470,7 @@ int main(int argc, char **argv)
 			struct stream *st = &streams[i];
 
 			if (st->next_ns <= t && st->next_ns < end) {
-				struct batch *bt = new_batch();
-
-				bt->stream = i;
-				bt->size_idx = kv_rand64(&st->rng) % o.nr_sizes;
-				bt->size = o.sizes[bt->size_idx];
-				submit_batch(b, bt, t);
+				start_batch(b, i, &st->rng, t);
 				open_batches++;
 				st->next_ns = ~0ULL;
 			}
