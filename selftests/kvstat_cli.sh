@@ -89,28 +89,53 @@ snap() {
 # so p50 8192 and p99 65536, where all of B would give 4096 and 262144.
 # C: after a reset (counters back near zero).
 hist_a="demand 1024 50;demand 4096 47;demand 262144 3;normal 2048 40;prefetch 8192 8"
-snap_a=(inserted=1000 merged=10 bio_back_merges=7 bio_front_merges=3
-	dispatched=990 requeued=1 completed=985 bypassed=2 promoted=4
-	queued=3 inflight=2 reason_expired=5 reason_tail=400
-	reason_normal=300 reason_prefetch=80 reason_write_burst=190
-	reason_share=13 demand_batches_opened=101 demand_batches_closed=100
-	normal_batches_opened=40 normal_batches_closed=40
-	prefetch_batches_opened=9 prefetch_batches_closed=8
-	demand_batch_us_p50=1024 demand_batch_us_p99=262144
-	prefetch_overflow_rqs=6 dispatched_demand=405 dispatched_normal=300
-	dispatched_prefetch=90 dispatched_write=190 writes_deferred=200
-	write_bursts=12 throttled=77 batches_live=3 batches_live_max=9)
 hist_b="demand 1024 50;demand 4096 49;demand 8192 40;demand 65536 8;demand 262144 3;normal 2048 60;prefetch 8192 8"
-snap_b=(inserted=1500 merged=12 bio_back_merges=9 bio_front_merges=3
-	dispatched=1488 requeued=1 completed=1484 bypassed=2 promoted=5
-	queued=0 inflight=4 reason_expired=5 reason_tail=550
-	reason_normal=400 reason_prefetch=100 reason_write_burst=254
-	reason_share=19 demand_batches_opened=151 demand_batches_closed=150
-	normal_batches_opened=60 normal_batches_closed=60
-	prefetch_batches_opened=9 prefetch_batches_closed=8
-	prefetch_overflow_rqs=6 dispatched_demand=555 dispatched_normal=400
-	dispatched_prefetch=110 dispatched_write=254 writes_deferred=270
-	write_bursts=16 throttled=88 batches_live=4 batches_live_max=9)
+# A and B's counters: NAME, A, B ("-": not in that snapshot; a key not
+# here is 0 in both).
+counters_ab="
+inserted                   1000    1500
+merged                     10      12
+bio_back_merges            7       9
+bio_front_merges           3       3
+dispatched                 990     1488
+requeued                   1       1
+completed                  985     1484
+bypassed                   2       2
+promoted                   4       5
+queued                     3       0
+inflight                   2       4
+reason_expired             5       5
+reason_tail                400     550
+reason_normal              300     400
+reason_prefetch            80      100
+reason_write_burst         190     254
+reason_share               13      19
+demand_batches_opened      101     151
+demand_batches_closed      100     150
+normal_batches_opened      40      60
+normal_batches_closed      40      60
+prefetch_batches_opened    9       9
+prefetch_batches_closed    8       8
+demand_batch_us_p50        1024    -
+demand_batch_us_p99        262144  -
+prefetch_overflow_rqs      6       6
+dispatched_demand          405     555
+dispatched_normal          300     400
+dispatched_prefetch        90      110
+dispatched_write           190     254
+writes_deferred            200     270
+write_bursts               12      16
+throttled                  77      88
+batches_live               3       4
+batches_live_max           9       9
+"
+# counters COLUMN: the NAME=VALUE arguments of snap for column COLUMN (1:
+# A, 2: B) of counters_ab.
+counters() {
+	awk -v c=$(($1 + 1)) 'NF && $c != "-" { print $1 "=" $c }' <<< "$counters_ab"
+}
+mapfile -t snap_a < <(counters 1)
+mapfile -t snap_b < <(counters 2)
 hist_c="demand 512 2"
 snap_c=(inserted=20 completed=20 dispatched=20 reason_tail=20
 	demand_batches_opened=2 demand_batches_closed=2 dispatched_demand=20)
