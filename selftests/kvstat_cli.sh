@@ -153,6 +153,14 @@ fields() {
 		tr -s ' ' | sed 's/ $//'
 }
 
+# check_fields DESC FILE DISK N WANT: the check that DISK's line in FILE's
+# N-th report is WANT.
+check_fields() {
+	ktap_check "$1" test "$(fields "$2" "$3" "$4")" = "$5"
+}
+# nvme0n1's line in every report: no batch, max_inflight fixed at 16.
+want_nvme="nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
+
 # --- bad arguments --------------------------------------------------------
 bad=0
 while read -r args; do
@@ -253,10 +261,9 @@ rc=$?
 sed 's/^/one report: /' "$tmp/o" | ktap_diag
 ktap_check "one report: a header, then the kvbatch disks in name order" \
 	sh -c "[ $rc -eq 0 ] && [ \"\$(awk '{ print \$1 }' '$tmp/o' | tr '\n' ' ')\" = 'Device nullb0 nvme0n1 ' ]"
-ktap_check "first report: the counts since the start, p50/p99 of the whole histogram" \
-	test "$(fields "$tmp/o" nullb0)" = "$want_a"
-ktap_check "first report: a fixed max_inflight" \
-	test "$(fields "$tmp/o" nvme0n1)" = "nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
+check_fields "first report: the counts since the start, p50/p99 of the whole histogram" \
+	"$tmp/o" nullb0 1 "$want_a"
+check_fields "first report: a fixed max_inflight" "$tmp/o" nvme0n1 1 "$want_nvme"
 
 # --- later reports: the differences ---------------------------------------
 # Three reports two seconds apart; B replaces A once the first report is
@@ -278,12 +285,12 @@ rc=$?
 sed 's/^/interval: /' "$tmp/iv" | ktap_diag
 ktap_check "interval 2, count 3: three reports, exit 0" \
 	sh -c "[ $rc -eq 0 ] && [ \"\$(grep -c '^Device ' '$tmp/iv')\" = 3 ]"
-ktap_check "second report: the differences, p50/p99 from the histogram's differences (8192, 65536)" \
-	test "$(fields "$tmp/iv" nullb0 2)" = "nullb0 50 8192 65536 0 150 100 20 64 6 70 64 11 6 fixed 0 4"
-ktap_check "an interval without batches: p50 and p99 are 0" \
-	test "$(fields "$tmp/iv" nvme0n1 2)" = "nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
-ktap_check "after a reset: the counts since the reset" \
-	test "$(fields "$tmp/iv" nullb0 3)" = "nullb0 2 512 512 0 20 0 0 0 0 0 0 0 4 auto 0 0"
+check_fields "second report: the differences, p50/p99 from the histogram's differences (8192, 65536)" \
+	"$tmp/iv" nullb0 2 "nullb0 50 8192 65536 0 150 100 20 64 6 70 64 11 6 fixed 0 4"
+check_fields "an interval without batches: p50 and p99 are 0" \
+	"$tmp/iv" nvme0n1 2 "$want_nvme"
+check_fields "after a reset: the counts since the reset" \
+	"$tmp/iv" nullb0 3 "nullb0 2 512 512 0 20 0 0 0 0 0 0 0 4 auto 0 0"
 
 # --- --prometheus ----------------------------------------------------------
 snap nullb0 "4 (auto)" "$hist_a" "${snap_a[@]}"
