@@ -161,9 +161,10 @@ DEB_STAGE	:= $(BUILD)/deb/kvbatch-$(DEB_VERSION)
 
 deb:
 	@v=$$(sed -n 's/^#define KVB_VERSION[[:space:]]*"\(.*\)"/\1/p' $(TOP)/kv-sched.h); \
-	d=$$(sed -n 's/^PACKAGE_VERSION="\(.*\)"/\1/p' $(TOP)/dkms.conf); \
-	[ "$$v" = "$(DEB_VERSION)" ] && [ "$$d" = "$(DEB_VERSION)" ] || \
-		{ echo "kvbatch: versions disagree: kv-sched.h $$v, dkms.conf $$d, debian/changelog $(DEB_VERSION)" >&2; exit 1; }
+	[ "$$v" = "$(DEB_VERSION)" ] || \
+		{ echo "kvbatch: versions disagree: kv-sched.h $$v, debian/changelog $(DEB_VERSION)" >&2; exit 1; }
+	@grep -qx 'PACKAGE_VERSION="#MODULE_VERSION#"' $(TOP)/dkms.conf || \
+		{ echo "kvbatch: dkms.conf must leave PACKAGE_VERSION to dh_dkms: PACKAGE_VERSION=\"#MODULE_VERSION#\"" >&2; exit 1; }
 	rm -rf $(BUILD)/deb
 	mkdir -p $(DEB_STAGE)
 	cd $(TOP) && cp -a $(DEB_FILES) $(DEB_STAGE)/

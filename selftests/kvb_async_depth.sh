@@ -34,7 +34,7 @@ agree() {
 	[ "$qa" = "$1" ] && [ "$kb" = "$1" ]
 }
 
-kvb_set_sched "$d" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch "$d"
 nr=$(cat "$q/nr_requests")
 ktap_check "selected: 3/4 of nr_requests $nr in both" agree $((nr * 3 / 4))
 

@@ -15,11 +15,7 @@ km=/sys/kernel/debug/kmemleak
 
 kvb_require_root
 [ -w $km ] || ktap_exit_skip "kernel without kmemleak (make test-debug)"
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_fresh submit_queues=2 hw_queue_depth=8 irqmode=2 completion_nsec=20000
-
-ktap_print_header
-ktap_set_plan 3
+kvb_begin_nullb 3 submit_queues=2 hw_queue_depth=8 irqmode=2 completion_nsec=20000
 
 cycles() {
 	local i

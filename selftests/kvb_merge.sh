@@ -21,7 +21,7 @@ ktap_set_plan 6
 
 stats=/sys/kernel/debug/block/nullb0/sched/stats
 
-kvb_set_sched nullb0 kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch nullb0
 # Room in the scheduler pool, so submitters queue requests in kvbatch
 # instead of waiting for a tag (where io_uring would punt them to workers
 # and lose their order).

@@ -14,17 +14,13 @@ source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd dd
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_fresh submit_queues=1 hw_queue_depth=1 irqmode=2 \
+kvb_begin_nullb 3 submit_queues=1 hw_queue_depth=1 irqmode=2 \
 	completion_nsec=4000000000
-
-ktap_print_header
-ktap_set_plan 3
 
 d=nullb0
 order=$KVB_SCRATCH/order
 
-kvb_set_sched "$d" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch "$d"
 echo 64 > "/sys/block/$d/queue/nr_requests"
 # One request in the device at a time: the rest wait in kvbatch's order.
 echo 1 > "/sys/block/$d/queue/iosched/max_inflight"

@@ -23,7 +23,7 @@ ktap_set_plan 4
 d=nvme0n1
 stats=/sys/kernel/debug/block/$d/sched/stats
 
-kvb_set_sched "$d" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch "$d"
 expire_ms=$(cat "/sys/block/$d/queue/iosched/write_expire_ms")
 echo 256 > "/sys/block/$d/queue/nr_requests"
 echo 1 > "/sys/kernel/debug/block/$d/sched/reset_stats"

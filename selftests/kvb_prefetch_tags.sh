@@ -12,17 +12,13 @@ source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd fio ionice python3
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
+kvb_begin_nullb 4 submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=1000000
-
-ktap_print_header
-ktap_set_plan 4
 
 d=nullb0
 dbg=/sys/kernel/debug/block/$d/sched
 
-kvb_set_sched "$d" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch "$d"
 echo 64 > "/sys/block/$d/queue/nr_requests"
 async=$(awk '$1 == "async_depth" { print $2 }' "$dbg/depth")
 log "nr_requests 64, async_depth $async"

@@ -25,12 +25,8 @@ py=$(kvb_python) ||
 if [ ! -x "$kvbench" ] || [ ! -x "$recall" ]; then
 	ktap_exit_skip "kvbench/recall not built (make tools)"
 fi
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
+kvb_begin_nullb 13 submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=1000000 gb=1
-
-ktap_print_header
-ktap_set_plan 13
 
 dbg=/sys/kernel/debug/block/nullb0/sched
 ok=0

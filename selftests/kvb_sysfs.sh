@@ -18,7 +18,7 @@ kvb_load || ktap_exit_skip "cannot load kvbatch"
 ktap_print_header
 ktap_set_plan $((${#KVB_TUNABLES[@]} * 5 + 7))
 
-kvb_set_sched $disk kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch $disk
 dir=/sys/block/$disk/queue/iosched
 
 only_known_knobs() {

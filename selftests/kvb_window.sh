@@ -12,12 +12,8 @@ source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd ionice dd
-kvb_load || ktap_exit_skip "cannot load kvbatch"
-kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
+kvb_begin_nullb 4 submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=1000000 gb=1
-
-ktap_print_header
-ktap_set_plan 4
 
 q=/sys/block/nullb0/queue
 dbg=/sys/kernel/debug/block/nullb0/sched

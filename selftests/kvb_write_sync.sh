@@ -107,7 +107,7 @@ stop_demand() {
 	wait "$demand" 2>/dev/null
 }
 
-kvb_set_sched $dev kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+kvb_use_kvbatch $dev
 echo 128 > /sys/block/$dev/queue/nr_requests
 echo 200 > $iosched/normal_expire_ms
 echo 10000 > $iosched/write_expire_ms

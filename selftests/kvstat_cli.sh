@@ -89,28 +89,53 @@ snap() {
 # so p50 8192 and p99 65536, where all of B would give 4096 and 262144.
 # C: after a reset (counters back near zero).
 hist_a="demand 1024 50;demand 4096 47;demand 262144 3;normal 2048 40;prefetch 8192 8"
-snap_a=(inserted=1000 merged=10 bio_back_merges=7 bio_front_merges=3
-	dispatched=990 requeued=1 completed=985 bypassed=2 promoted=4
-	queued=3 inflight=2 reason_expired=5 reason_tail=400
-	reason_normal=300 reason_prefetch=80 reason_write_burst=190
-	reason_share=13 demand_batches_opened=101 demand_batches_closed=100
-	normal_batches_opened=40 normal_batches_closed=40
-	prefetch_batches_opened=9 prefetch_batches_closed=8
-	demand_batch_us_p50=1024 demand_batch_us_p99=262144
-	prefetch_overflow_rqs=6 dispatched_demand=405 dispatched_normal=300
-	dispatched_prefetch=90 dispatched_write=190 writes_deferred=200
-	write_bursts=12 throttled=77 batches_live=3 batches_live_max=9)
 hist_b="demand 1024 50;demand 4096 49;demand 8192 40;demand 65536 8;demand 262144 3;normal 2048 60;prefetch 8192 8"
-snap_b=(inserted=1500 merged=12 bio_back_merges=9 bio_front_merges=3
-	dispatched=1488 requeued=1 completed=1484 bypassed=2 promoted=5
-	queued=0 inflight=4 reason_expired=5 reason_tail=550
-	reason_normal=400 reason_prefetch=100 reason_write_burst=254
-	reason_share=19 demand_batches_opened=151 demand_batches_closed=150
-	normal_batches_opened=60 normal_batches_closed=60
-	prefetch_batches_opened=9 prefetch_batches_closed=8
-	prefetch_overflow_rqs=6 dispatched_demand=555 dispatched_normal=400
-	dispatched_prefetch=110 dispatched_write=254 writes_deferred=270
-	write_bursts=16 throttled=88 batches_live=4 batches_live_max=9)
+# A and B's counters: NAME, A, B ("-": not in that snapshot; a key not
+# here is 0 in both).
+counters_ab="
+inserted                   1000    1500
+merged                     10      12
+bio_back_merges            7       9
+bio_front_merges           3       3
+dispatched                 990     1488
+requeued                   1       1
+completed                  985     1484
+bypassed                   2       2
+promoted                   4       5
+queued                     3       0
+inflight                   2       4
+reason_expired             5       5
+reason_tail                400     550
+reason_normal              300     400
+reason_prefetch            80      100
+reason_write_burst         190     254
+reason_share               13      19
+demand_batches_opened      101     151
+demand_batches_closed      100     150
+normal_batches_opened      40      60
+normal_batches_closed      40      60
+prefetch_batches_opened    9       9
+prefetch_batches_closed    8       8
+demand_batch_us_p50        1024    -
+demand_batch_us_p99        262144  -
+prefetch_overflow_rqs      6       6
+dispatched_demand          405     555
+dispatched_normal          300     400
+dispatched_prefetch        90      110
+dispatched_write           190     254
+writes_deferred            200     270
+write_bursts               12      16
+throttled                  77      88
+batches_live               3       4
+batches_live_max           9       9
+"
+# counters COLUMN: the NAME=VALUE arguments of snap for column COLUMN (1:
+# A, 2: B) of counters_ab.
+counters() {
+	awk -v c=$(($1 + 1)) 'NF && $c != "-" { print $1 "=" $c }' <<< "$counters_ab"
+}
+mapfile -t snap_a < <(counters 1)
+mapfile -t snap_b < <(counters 2)
 hist_c="demand 512 2"
 snap_c=(inserted=20 completed=20 dispatched=20 reason_tail=20
 	demand_batches_opened=2 demand_batches_closed=2 dispatched_demand=20)
@@ -127,6 +152,14 @@ fields() {
 	awk -v d="$2" -v n="${3:-1}" '$1 == "Device" { r++ } r == n && $1 == d' "$1" |
 		tr -s ' ' | sed 's/ $//'
 }
+
+# check_fields DESC FILE DISK N WANT: the check that DISK's line in FILE's
+# N-th report is WANT.
+check_fields() {
+	ktap_check "$1" test "$(fields "$2" "$3" "$4")" = "$5"
+}
+# nvme0n1's line in every report: no batch, max_inflight fixed at 16.
+want_nvme="nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
 
 # --- bad arguments --------------------------------------------------------
 bad=0
@@ -228,10 +261,9 @@ rc=$?
 sed 's/^/one report: /' "$tmp/o" | ktap_diag
 ktap_check "one report: a header, then the kvbatch disks in name order" \
 	sh -c "[ $rc -eq 0 ] && [ \"\$(awk '{ print \$1 }' '$tmp/o' | tr '\n' ' ')\" = 'Device nullb0 nvme0n1 ' ]"
-ktap_check "first report: the counts since the start, p50/p99 of the whole histogram" \
-	test "$(fields "$tmp/o" nullb0)" = "$want_a"
-ktap_check "first report: a fixed max_inflight" \
-	test "$(fields "$tmp/o" nvme0n1)" = "nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
+check_fields "first report: the counts since the start, p50/p99 of the whole histogram" \
+	"$tmp/o" nullb0 1 "$want_a"
+check_fields "first report: a fixed max_inflight" "$tmp/o" nvme0n1 1 "$want_nvme"
 
 # --- later reports: the differences ---------------------------------------
 # Three reports two seconds apart; B replaces A once the first report is
@@ -253,12 +285,12 @@ rc=$?
 sed 's/^/interval: /' "$tmp/iv" | ktap_diag
 ktap_check "interval 2, count 3: three reports, exit 0" \
 	sh -c "[ $rc -eq 0 ] && [ \"\$(grep -c '^Device ' '$tmp/iv')\" = 3 ]"
-ktap_check "second report: the differences, p50/p99 from the histogram's differences (8192, 65536)" \
-	test "$(fields "$tmp/iv" nullb0 2)" = "nullb0 50 8192 65536 0 150 100 20 64 6 70 64 11 6 fixed 0 4"
-ktap_check "an interval without batches: p50 and p99 are 0" \
-	test "$(fields "$tmp/iv" nvme0n1 2)" = "nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
-ktap_check "after a reset: the counts since the reset" \
-	test "$(fields "$tmp/iv" nullb0 3)" = "nullb0 2 512 512 0 20 0 0 0 0 0 0 0 4 auto 0 0"
+check_fields "second report: the differences, p50/p99 from the histogram's differences (8192, 65536)" \
+	"$tmp/iv" nullb0 2 "nullb0 50 8192 65536 0 150 100 20 64 6 70 64 11 6 fixed 0 4"
+check_fields "an interval without batches: p50 and p99 are 0" \
+	"$tmp/iv" nvme0n1 2 "$want_nvme"
+check_fields "after a reset: the counts since the reset" \
+	"$tmp/iv" nullb0 3 "nullb0 2 512 512 0 20 0 0 0 0 0 0 0 4 auto 0 0"
 
 # --- --prometheus ----------------------------------------------------------
 snap nullb0 "4 (auto)" "$hist_a" "${snap_a[@]}"

@@ -243,6 +243,11 @@ kvb_set_sched() {
 		[ "$(kvb_sched_of "$1")" = "$2" ]
 }
 
+# kvb_use_kvbatch DISK: select kvbatch on DISK, or fail the test there.
+kvb_use_kvbatch() {
+	kvb_set_sched "$1" kvbatch || { ktap_test_fail "select kvbatch"; ktap_finished; }
+}
+
 # A memory-backed null_blk (nullb0) with a few tags and timer completions:
 # requests complete asynchronously, as on a real device, and data written
 # can be read back and verified. Extra module parameters override these.
@@ -264,6 +269,20 @@ kvb_nullb_fresh() {
 	1) ktap_exit_skip "cannot load null_blk $*" ;;
 	2) ktap_exit_skip "nullb0 did not appear" ;;
 	esac
+}
+
+# kvb_begin_nullb PLAN PARAM...: the opening of a test of kvbatch on a
+# null_blk of its own: load kvbatch, then null_blk with exactly PARAM
+# (kvb_nullb_fresh), skipping the test if either cannot be; then the KTAP
+# header and the plan of PLAN test points.
+kvb_begin_nullb() {
+	local plan=$1
+
+	shift
+	kvb_load || ktap_exit_skip "cannot load kvbatch"
+	kvb_nullb_fresh "$@"
+	ktap_print_header
+	ktap_set_plan "$plan"
 }
 
 # Mount configfs (null_blk's configfs devices live there) if the guest

@@ -28,13 +28,8 @@
 #define KVT_MERGE_TRACES	60
 #endif
 
-#ifndef ARRAY_SIZE
-#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
-#endif
-
 #define US	1000ULL
 #define MS	1000000ULL
-
 
 /* A failure detail: shares the per-test budget of EXPECT messages. */
 #define FAIL_DIAG(...)							\
@@ -546,6 +541,16 @@ static u64 done_at(struct run3 *r, int k, u64 key)
 	return kvs_batch(&r->sim[k], key).last_complete;
 }
 
+/*
+ * EXPECT_VS_FIFO(r, key, op, what): batch key completes under kvbatch op
+ * (<, <=) under FIFO; what names the batch in the failure message.
+ */
+#define EXPECT_VS_FIFO(r, key, op, what)				\
+	EXPECT(done_at(r, KVS_KVBATCH, key) op done_at(r, KVS_FIFO, key), \
+	       "%s: kvbatch %llu, fifo %llu", what,			\
+	       (unsigned long long)done_at(r, KVS_KVBATCH, key),		\
+	       (unsigned long long)done_at(r, KVS_FIFO, key))
+
 /* ---- a. tail blocking from interleaved reads --------------------------- */
 
 /*
@@ -583,14 +588,8 @@ static bool test_seed_tail(void)
 	report_batches("seed1", &r, keys, labels, 3);
 
 	/* B is the smaller demand batch: the critical tail. */
-	EXPECT(done_at(&r, KVS_KVBATCH, B) < done_at(&r, KVS_FIFO, B),
-	       "B: kvbatch %llu, fifo %llu",
-	       (unsigned long long)done_at(&r, KVS_KVBATCH, B),
-	       (unsigned long long)done_at(&r, KVS_FIFO, B));
-	EXPECT(done_at(&r, KVS_KVBATCH, A) <= done_at(&r, KVS_FIFO, A),
-	       "A: kvbatch %llu, fifo %llu",
-	       (unsigned long long)done_at(&r, KVS_KVBATCH, A),
-	       (unsigned long long)done_at(&r, KVS_FIFO, A));
+	EXPECT_VS_FIFO(&r, B, <, "B");
+	EXPECT_VS_FIFO(&r, A, <=, "A");
 	/* Smallest first: B's tail before A's. */
 	EXPECT(done_at(&r, KVS_KVBATCH, B) < done_at(&r, KVS_KVBATCH, A),
 	       "kvbatch finished A before the smaller B");
@@ -630,10 +629,7 @@ static bool test_seed_prefetch(void)
 	check_conservation(&r, t);
 	report_batches("seed2", &r, keys, labels, 2);
 
-	EXPECT(done_at(&r, KVS_KVBATCH, D) < done_at(&r, KVS_FIFO, D),
-	       "demand: kvbatch %llu, fifo %llu",
-	       (unsigned long long)done_at(&r, KVS_KVBATCH, D),
-	       (unsigned long long)done_at(&r, KVS_FIFO, D));
+	EXPECT_VS_FIFO(&r, D, <, "demand");
 	for (k = 0; k < KVS_NR_SCHEDS; k++)
 		EXPECT(done_at(&r, k, PF) != KVS_NO_TIME,
 		       "%s: prefetch never completed", kvs_sched_names[k]);
@@ -731,10 +727,7 @@ static bool test_seed_gc(void)
 	 * write_defer_max is for): demand may lose its lead, never fall
 	 * behind FIFO.
 	 */
-	EXPECT(demand_done <= done_at(&r, KVS_FIFO, 1),
-	       "demand: kvbatch %llu, fifo %llu",
-	       (unsigned long long)demand_done,
-	       (unsigned long long)done_at(&r, KVS_FIFO, 1));
+	EXPECT_VS_FIFO(&r, 1, <=, "demand");
 	EXPECT(c.writes_during_demand == 0,
 	       "%u writes dispatched while demand was pending",
 	       c.writes_during_demand);
@@ -790,10 +783,7 @@ static bool test_seed_gc_defer_max(void)
 	 * write_defer_max is for): demand may lose its lead, never fall
 	 * behind FIFO.
 	 */
-	EXPECT(demand_done <= done_at(&r, KVS_FIFO, 1),
-	       "demand: kvbatch %llu, fifo %llu",
-	       (unsigned long long)demand_done,
-	       (unsigned long long)done_at(&r, KVS_FIFO, 1));
+	EXPECT_VS_FIFO(&r, 1, <=, "demand");
 	run3_free(&r);
 	return true;
 }

@@ -129,6 +129,106 @@ static void expect_same_work(const struct seed *s)
 		       (unsigned long long)sum);
 }
 
+/*
+ * What the seeds below expect of their batches, in two tables: the order
+ * of two completions (batch a under scheduler ka, then batch b under kb),
+ * and completion times worked out by hand (in each seed's comment).
+ */
+enum order { BEFORE, NOT_AFTER, SAME };
+
+static const struct expect_order {
+	const char *seed;
+	enum kvs_sched ka;
+	const char *a;
+	enum order order;
+	enum kvs_sched kb;
+	const char *b;
+	const char *msg;
+} expect_orders_tab[] = {
+	{ "tail", KVS_FIFO, "A", BEFORE, KVS_FIFO, "B",
+	  "fifo: A arrived first but finished after B" },
+	{ "tail", KVS_PRIO, "A", BEFORE, KVS_FIFO, "A",
+	  "prio did not pull the RT recall forward" },
+	{ "tail", KVS_KVBATCH, "B", BEFORE, KVS_KVBATCH, "A",
+	  "kvbatch: the smaller recall B did not finish first" },
+	{ "tail", KVS_KVBATCH, "B", BEFORE, KVS_FIFO, "B",
+	  "kvbatch: B not earlier than under fifo and prio" },
+	{ "tail", KVS_KVBATCH, "B", BEFORE, KVS_PRIO, "B",
+	  "kvbatch: B not earlier than under fifo and prio" },
+	{ "tail", KVS_KVBATCH, "A", NOT_AFTER, KVS_FIFO, "A",
+	  "kvbatch: A later than under fifo" },
+	{ "prefetch", KVS_FIFO, "prefetch", BEFORE, KVS_FIFO, "recall",
+	  "fifo: the recall did not wait for the prefetch" },
+	{ "prefetch", KVS_KVBATCH, "recall", BEFORE, KVS_KVBATCH, "prefetch",
+	  "kvbatch: prefetch finished before the recall" },
+	{ "prefetch", KVS_KVBATCH, "recall", BEFORE, KVS_FIFO, "recall",
+	  "kvbatch: recall not earlier than fifo" },
+	{ "prefetch", KVS_PRIO, "recall", BEFORE, KVS_FIFO, "recall",
+	  "prio: recall not earlier than fifo" },
+	{ "writes", KVS_KVBATCH, "recall", BEFORE, KVS_FIFO, "recall",
+	  "kvbatch: recall not earlier than fifo" },
+	{ "writes", KVS_PRIO, "recall", SAME, KVS_FIFO, "recall",
+	  "prio differs from fifo with one class" },
+};
+
+static const struct expect_done {
+	const char *seed;
+	enum kvs_sched k;
+	const char *batch;
+	u64 at;
+} expect_done_tab[] = {
+	{ "tail", KVS_FIFO, "A", 300 * US },
+	{ "tail", KVS_FIFO, "B", 400 * US },
+	{ "tail", KVS_KVBATCH, "B", 200 * US },
+	{ "prefetch", KVS_KVBATCH, "recall", 200 * US },
+	{ "prefetch", KVS_FIFO, "recall", 400 * US },
+	{ "writes", KVS_KVBATCH, "recall", 200 * US },
+	{ "writes", KVS_FIFO, "recall", 500 * US },
+};
+
+/* The seed's rows of both tables. */
+static void expect_seed(const struct seed *s, const char *seed)
+{
+	const struct expect_order *o;
+	const struct expect_done *d;
+
+	for (o = expect_orders_tab;
+	     o < expect_orders_tab + ARRAY_SIZE(expect_orders_tab); o++) {
+		u64 a, b;
+
+		if (strcmp(o->seed, seed))
+			continue;
+		a = done(s, o->ka, o->a);
+		b = done(s, o->kb, o->b);
+		EXPECT(o->order == BEFORE ? a < b :
+		       o->order == NOT_AFTER ? a <= b : a == b, "%s", o->msg);
+	}
+	for (d = expect_done_tab;
+	     d < expect_done_tab + ARRAY_SIZE(expect_done_tab); d++)
+		if (!strcmp(d->seed, seed))
+			EXPECT(done(s, d->k, d->batch) == d->at,
+			       "%s: %s done at %llu, expected %lluus",
+			       kvs_sched_names[d->k], d->batch,
+			       (unsigned long long)done(s, d->k, d->batch),
+			       (unsigned long long)(d->at / US));
+}
+
+/*
+ * Run the built-in seed name under every scheduler, report its batches,
+ * and check the same work and the seed's rows of the tables; false if it
+ * did not run.
+ */
+static bool seed_check(struct seed *s, const char *name,
+		       const char *const *batches, int n)
+{
+	if (!seed_run(s, name))
+		return false;
+	report(s, batches, n);
+	expect_same_work(s);
+	expect_seed(s, name);
+	return true;
+}
+
 /* ---- the built-in seed situations ------------------------------------- */
 
 /*
@@ -147,31 +247,8 @@ static bool test_tail(void)
 	static const char *const names[] = { "A", "B", "foreign" };
 	struct seed s;
 
-	if (!seed_run(&s, "tail"))
+	if (!seed_check(&s, "tail", names, 3))
 		goto out;
-	report(&s, names, 3);
-	expect_same_work(&s);
-
-	EXPECT(done(&s, KVS_FIFO, "A") < done(&s, KVS_FIFO, "B"),
-	       "fifo: A arrived first but finished after B");
-	EXPECT(done(&s, KVS_PRIO, "A") < done(&s, KVS_FIFO, "A"),
-	       "prio did not pull the RT recall forward");
-	EXPECT(done(&s, KVS_KVBATCH, "B") < done(&s, KVS_KVBATCH, "A"),
-	       "kvbatch: the smaller recall B did not finish first");
-	EXPECT(done(&s, KVS_KVBATCH, "B") < done(&s, KVS_FIFO, "B") &&
-	       done(&s, KVS_KVBATCH, "B") < done(&s, KVS_PRIO, "B"),
-	       "kvbatch: B not earlier than under fifo and prio");
-	EXPECT(done(&s, KVS_KVBATCH, "A") <= done(&s, KVS_FIFO, "A"),
-	       "kvbatch: A later than under fifo");
-	/* Worked out above. */
-	EXPECT(done(&s, KVS_FIFO, "A") == 300 * US &&
-	       done(&s, KVS_FIFO, "B") == 400 * US,
-	       "fifo: A %llu B %llu, expected 300us 400us",
-	       (unsigned long long)done(&s, KVS_FIFO, "A"),
-	       (unsigned long long)done(&s, KVS_FIFO, "B"));
-	EXPECT(done(&s, KVS_KVBATCH, "B") == 200 * US,
-	       "kvbatch: B done at %llu, expected 200us",
-	       (unsigned long long)done(&s, KVS_KVBATCH, "B"));
 	/* FIFO leaves foreign work ahead of B's tail; kvbatch less. */
 	EXPECT(ahead(&s, KVS_KVBATCH, "B") < ahead(&s, KVS_FIFO, "B"),
 	       "kvbatch: as much foreign work ahead of B as under fifo");
@@ -195,25 +272,8 @@ static bool test_prefetch(void)
 	struct seed s;
 	u32 i, last = 0;
 
-	if (!seed_run(&s, "prefetch"))
+	if (!seed_check(&s, "prefetch", names, 2))
 		goto out;
-	report(&s, names, 2);
-	expect_same_work(&s);
-
-	EXPECT(done(&s, KVS_FIFO, "prefetch") < done(&s, KVS_FIFO, "recall"),
-	       "fifo: the recall did not wait for the prefetch");
-	EXPECT(done(&s, KVS_KVBATCH, "recall") <
-	       done(&s, KVS_KVBATCH, "prefetch"),
-	       "kvbatch: prefetch finished before the recall");
-	EXPECT(done(&s, KVS_KVBATCH, "recall") < done(&s, KVS_FIFO, "recall"),
-	       "kvbatch: recall not earlier than fifo");
-	EXPECT(done(&s, KVS_PRIO, "recall") < done(&s, KVS_FIFO, "recall"),
-	       "prio: recall not earlier than fifo");
-	EXPECT(done(&s, KVS_KVBATCH, "recall") == 200 * US &&
-	       done(&s, KVS_FIFO, "recall") == 400 * US,
-	       "recall: kvbatch %llu fifo %llu, expected 200us 400us",
-	       (unsigned long long)done(&s, KVS_KVBATCH, "recall"),
-	       (unsigned long long)done(&s, KVS_FIFO, "recall"));
 	/* Once the recall is queued, no prefetch read leaves before it. */
 	for (i = 0; i < s.t.nr; i++) {
 		const struct kvs_req *q = &run_of(&s, KVS_KVBATCH)->rqs[i];
@@ -251,20 +311,10 @@ static bool test_writes(void)
 	u64 recall;
 	u32 i;
 
-	if (!seed_run(&s, "writes"))
+	if (!seed_check(&s, "writes", names, 2))
 		goto out;
-	report(&s, names, 2);
-	expect_same_work(&s);
-
 	recall = done(&s, KVS_KVBATCH, "recall");
-	EXPECT(recall < done(&s, KVS_FIFO, "recall"),
-	       "kvbatch: recall not earlier than fifo");
-	EXPECT(done(&s, KVS_PRIO, "recall") == done(&s, KVS_FIFO, "recall"),
-	       "prio differs from fifo with one class");
-	EXPECT(recall == 200 * US && done(&s, KVS_FIFO, "recall") == 500 * US,
-	       "recall: kvbatch %llu fifo %llu, expected 200us 500us",
-	       (unsigned long long)recall,
-	       (unsigned long long)done(&s, KVS_FIFO, "recall"));
+	expect_seed(&s, "writes");
 	EXPECT(ahead(&s, KVS_FIFO, "recall") > 0 &&
 	       ahead(&s, KVS_KVBATCH, "recall") == 0,
 	       "ahead of the recall's tail: fifo %llu kvbatch %llu",

@@ -14,6 +14,10 @@
 #include <stdio.h>
 #include <time.h>
 
+#ifndef ARRAY_SIZE
+#define ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+#endif
+
 static int nr_pass, nr_fail, nr_run;
 
 /* Per-test failure state. */

@@ -63,8 +63,15 @@ static const char *const role_names[NR_ROLES] = {
 	"demand", "foreign", "prefetch", "write",
 };
 
-enum tag_mode { TAG_BE_HINT, TAG_RT, TAG_BE, TAG_NONE };
-enum write_mode { WRITE_DIRECT, WRITE_BUFFERED };
+enum tag_mode { TAG_BE_HINT, TAG_RT, TAG_BE, TAG_NONE, NR_TAG_MODES };
+static const char *const tag_names[NR_TAG_MODES] = {
+	"be-hint", "rt", "be", "none",
+};
+
+enum write_mode { WRITE_DIRECT, WRITE_BUFFERED, NR_WRITE_MODES };
+static const char *const write_mode_names[NR_WRITE_MODES] = {
+	"direct", "buffered",
+};
 
 #define MAX_STREAMS	1024
 #define CDF_POINTS	200	/* batch completion CDF: 0.5% steps */
@@ -267,6 +274,19 @@ static unsigned long parse_num(const char *s, const char *what,
 		usage(NULL);
 	}
 	return v;
+}
+
+/* The index of s among the n names, or usage(msg). */
+static unsigned int parse_name(const char *s, const char *const *names,
+			       unsigned int n, const char *msg)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	usage(msg);
+	return 0;
 }
 
 static double parse_double(const char *s, const char *what, double lo,
@@ -747,7 +767,7 @@ static void print_roles(struct bench *b, const uint64_t *ios, double secs,
 static void print_json_depths(void)
 {
 	printf("  \"write_mode\": \"%s\", \"depth\": {\"foreign\": %u, \"prefetch\": %u, \"write\": %u},\n",
-	       o.write_mode == WRITE_BUFFERED ? "buffered" : "direct",
+	       write_mode_names[o.write_mode],
 	       o.qd[R_FOREIGN], o.qd[R_PREFETCH], o.qd[R_WRITE]);
 }
 
@@ -1218,6 +1238,22 @@ static void report_trace(struct bench *b, const double *solo_ns,
 	       mib(res->backlog * o.bs), res->backlog_inflight);
 }
 
+/*
+ * Submit a batch of the synthetic workloads, its size drawn from rng
+ * among -s's, submitted at t: for the open-loop arrivals (stream -1,
+ * the trace's generator) and for the closed-loop streams (their own).
+ */
+static void start_batch(struct bench *b, int stream, uint64_t *rng,
+			uint64_t t)
+{
+	struct batch *bt = new_batch();
+
+	bt->stream = stream;
+	bt->size_idx = kv_rand64(rng) % o.nr_sizes;
+	bt->size = o.sizes[bt->size_idx];
+	submit_batch(b, bt, t);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
@@ -1281,16 +1317,8 @@ int main(int argc, char **argv)
 				usage("no batch size");
 			break;
 		case 'T':
-			if (!strcmp(optarg, "be-hint"))
-				o.tag = TAG_BE_HINT;
-			else if (!strcmp(optarg, "rt"))
-				o.tag = TAG_RT;
-			else if (!strcmp(optarg, "be"))
-				o.tag = TAG_BE;
-			else if (!strcmp(optarg, "none"))
-				o.tag = TAG_NONE;
-			else
-				usage("--tag must be be-hint, rt, be or none");
+			o.tag = parse_name(optarg, tag_names, NR_TAG_MODES,
+					   "--tag must be be-hint, rt, be or none");
 			break;
 		case 'F': o.qd[R_FOREIGN] = parse_num(optarg, "foreign depth", 0, 512); break;
 		case 'P': o.qd[R_PREFETCH] = parse_num(optarg, "prefetch depth", 0, 512); break;
@@ -1350,12 +1378,9 @@ int main(int argc, char **argv)
 						     1e-3, 1e12);
 			break;
 		case 'M':
-			if (!strcmp(optarg, "direct"))
-				o.write_mode = WRITE_DIRECT;
-			else if (!strcmp(optarg, "buffered"))
-				o.write_mode = WRITE_BUFFERED;
-			else
-				usage("--write-mode must be direct or buffered");
+			o.write_mode = parse_name(optarg, write_mode_names,
+						  NR_WRITE_MODES,
+						  "--write-mode must be direct or buffered");
 			break;
 		default: usage(NULL);
 		}
@@ -1436,12 +1461,7 @@ int main(int argc, char **argv)
 
 		t = now_ns();
 		while (t >= next_arrival && next_arrival < end) {
-			struct batch *bt = new_batch();
-
-			bt->stream = -1;
-			bt->size_idx = kv_rand64(&rng_trace) % o.nr_sizes;
-			bt->size = o.sizes[bt->size_idx];
-			submit_batch(b, bt, next_arrival);
+			start_batch(b, -1, &rng_trace, next_arrival);
 			open_batches++;
 			next_arrival += rnd_exp_ns(&rng_trace, 1 / o.rate);
 		}
@@ -1450,12 +1470,7 @@ int main(int argc, char **argv)
 			struct stream *st = &streams[i];
 
 			if (st->next_ns <= t && st->next_ns < end) {
-				struct batch *bt = new_batch();
-
-				bt->stream = i;
-				bt->size_idx = kv_rand64(&st->rng) % o.nr_sizes;
-				bt->size = o.sizes[bt->size_idx];
-				submit_batch(b, bt, t);
+				start_batch(b, i, &st->rng, t);
 				open_batches++;
 				st->next_ns = ~0ULL;
 			}

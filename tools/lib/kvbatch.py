@@ -1,20 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0
-"""tools/lib/kvbatch.py: what the Python tools (tools/kvreport) share with
-the shell tools: the scheduler list and the definitions of the comparison.
+"""tools/lib/kvbatch.py: what the Python tools (tools/kvcompare,
+tools/kvreport) share, and take from the shell tools: the scheduler list,
+the definitions of the comparison, the layout of their tables.
 
 Imported with the script's tools/lib/ on sys.path. Standard library only.
-tools/lib/kvbatch.jq has the jq twins of best_peer() and completion(), for
-tools/kvcompare; keep them in step.
 """
 
 import os
 import re
+import subprocess
+
+_SHELL_LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                          "kvbatch.sh")
 
 
 def _shell_scheds():
     """KVB_SCHEDS of tools/lib/kvbatch.sh, the one copy of the list."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                        "kvbatch.sh")
+    path = _SHELL_LIB
     with open(path, encoding="utf-8") as f:
         for line in f:
             m = re.fullmatch(r'KVB_SCHEDS="([-a-z0-9 ]*)"\s*', line)
@@ -48,3 +50,18 @@ def best_peer(r, scheds, k, f):
     if not figs or any(x is None for x in figs):
         return None
     return min(figs)
+
+
+def load_peers():
+    """kvb_load_peers of tools/lib/kvbatch.sh: load the peers that are
+    modules (kyber, bfq), so that a queue offers them."""
+    subprocess.run(["bash", "-c", 'source "$1" && kvb_load_peers', "bash",
+                    _SHELL_LIB], check=True)
+
+
+def align(rows):
+    """The rows (lists of cells) as lines, each column but the last padded
+    to its widest cell and two spaces from the next, as column -t does."""
+    widths = [max(len(c) for c in col) for col in zip(*rows)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
+            for r in rows]
