@@ -63,7 +63,7 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 	 * interrupts off, so the walk costs what is printed.
 	 */
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
-		for (b = ps->live; b; b = b->lnext)
+		list_for_each_entry(b, &ps->live, live_node)
 			if (b->state == KVP_BATCH_OPEN && b->tier == t)
 				kvb_show_batch(m, b, now);
 		if (kvp_pending(&ps->fixed[t]))

@@ -239,31 +239,6 @@ static void kvp_hash_del(struct kvp_sched *ps, struct kvp_batch *b)
 	b->hnext = NULL;
 }
 
-static void kvp_drain_del(struct kvp_sched *ps, struct kvp_batch *b)
-{
-	if (b->dprev)
-		b->dprev->dnext = b->dnext;
-	else
-		ps->drain_head = b->dnext;
-	if (b->dnext)
-		b->dnext->dprev = b->dprev;
-	else
-		ps->drain_tail = b->dprev;
-	b->dprev = NULL;
-	b->dnext = NULL;
-}
-
-static void kvp_drain_add(struct kvp_sched *ps, struct kvp_batch *b)
-{
-	b->dprev = ps->drain_tail;
-	b->dnext = NULL;
-	if (ps->drain_tail)
-		ps->drain_tail->dnext = b;
-	else
-		ps->drain_head = b;
-	ps->drain_tail = b;
-}
-
 static void kvp_batch_reset(struct kvp_batch *b, u64 key, enum kvb_tier tier)
 {
 	INIT_LIST_HEAD(&b->rqs);
@@ -279,8 +254,8 @@ static void kvp_batch_reset(struct kvp_batch *b, u64 key, enum kvb_tier tier)
 	b->heap_pos[KVP_HEAP_WORK] = -1;
 	b->heap_pos[KVP_HEAP_AGE] = -1;
 	b->hnext = NULL;
-	b->dprev = NULL;
-	b->dnext = NULL;
+	INIT_LIST_HEAD(&b->drain_node);
+	INIT_LIST_HEAD(&b->live_node);
 }
 
 /* Record a finished batch and return it to the pool. */
@@ -289,17 +264,9 @@ static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
 	enum kvb_tier t = b->tier;
 	u64 dur = b->last_ns > b->open_ns ? b->last_ns - b->open_ns : 0;
 
-	if (b->state == KVP_BATCH_DRAINING)
-		kvp_drain_del(ps, b);
+	list_del_init(&b->drain_node);
 	kvp_hash_del(ps, b);
-	if (b->lprev)
-		b->lprev->lnext = b->lnext;
-	else
-		ps->live = b->lnext;
-	if (b->lnext)
-		b->lnext->lprev = b->lprev;
-	b->lprev = NULL;
-	b->lnext = NULL;
+	list_del_init(&b->live_node);
 
 	ps->stats.closed[t]++;
 	ps->stats.batch_ns_sum[t] += dur;
@@ -325,7 +292,7 @@ static void kvp_batch_done(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
 	b->last_ns = now;
 	if (ps->p.window_ns) {
 		b->state = KVP_BATCH_DRAINING;
-		kvp_drain_add(ps, b);
+		list_add_tail(&b->drain_node, &ps->draining);
 	} else {
 		kvp_batch_finish(ps, b);
 	}
@@ -333,8 +300,10 @@ static void kvp_batch_done(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
 
 void kvp_flush_draining(struct kvp_sched *ps)
 {
-	while (ps->drain_head)
-		kvp_batch_finish(ps, ps->drain_head);
+	struct kvp_batch *b;
+
+	while ((b = kvp_oldest_draining(ps)))
+		kvp_batch_finish(ps, b);
 }
 
 /*
@@ -350,9 +319,11 @@ static bool kvp_window_passed(const struct kvp_sched *ps,
 
 void kvp_reap(struct kvp_sched *ps, u64 now)
 {
+	struct kvp_batch *b;
+
 	/* The draining list is in completion order: stop at the first live. */
-	while (ps->drain_head && kvp_window_passed(ps, ps->drain_head, now))
-		kvp_batch_finish(ps, ps->drain_head);
+	while ((b = kvp_oldest_draining(ps)) && kvp_window_passed(ps, b, now))
+		kvp_batch_finish(ps, b);
 }
 
 /* Hash buckets: the next power of two at or above the pool size. */
@@ -384,6 +355,8 @@ struct kvp_sched *kvp_init(void *mem, u32 nr_batches)
 	u32 i, t;
 
 	memset(ps, 0, sizeof(*ps));
+	INIT_LIST_HEAD(&ps->draining);
+	INIT_LIST_HEAD(&ps->live);
 	ps->nr_batches = nr_batches;
 	ps->pool = (struct kvp_batch *)p;
 	p += nr_batches * sizeof(struct kvp_batch);
@@ -439,7 +412,7 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 	if (b) {
 		/* Draining: joined within the window, or finished now. */
 		if (!kvp_window_passed(ps, b, now)) {
-			kvp_drain_del(ps, b);
+			list_del_init(&b->drain_node);
 			b->state = KVP_BATCH_OPEN;
 			return b;
 		}
@@ -447,8 +420,8 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 	}
 
 	/* A new batch; reclaim the oldest draining one if the pool is dry. */
-	if (!ps->free && ps->drain_head)
-		kvp_batch_finish(ps, ps->drain_head);
+	if (!ps->free && kvp_oldest_draining(ps))
+		kvp_batch_finish(ps, kvp_oldest_draining(ps));
 	b = ps->free;
 	if (!b) {
 		ps->stats.overflow_rqs[tier]++;
@@ -462,11 +435,7 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 	b->seq = ps->seq++;
 	b->hnext = ps->hash[kvp_hash(ps, key, tier)];
 	ps->hash[kvp_hash(ps, key, tier)] = b;
-	b->lprev = NULL;
-	b->lnext = ps->live;
-	if (ps->live)
-		ps->live->lprev = b;
-	ps->live = b;
+	list_add(&b->live_node, &ps->live);
 
 	ps->stats.opened[tier]++;
 	trace_kvbatch_batch_open(ps->dev, key, tier, b->seq);

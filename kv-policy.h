@@ -47,8 +47,8 @@ struct kvp_batch {
 	bool			overflow;	/* the tier's shared overflow batch */
 
 	struct kvp_batch	*hnext;		/* hash chain, or free list */
-	struct kvp_batch	*dprev, *dnext;	/* draining list */
-	struct kvp_batch	*lprev, *lnext;	/* live list (open, draining) */
+	struct list_head	drain_node;	/* on kvp_sched.draining */
+	struct list_head	live_node;	/* on kvp_sched.live */
 };
 
 /* Policy parameters, derived by the host from the tunables. */
@@ -107,13 +107,14 @@ struct kvp_sched {
 	struct kvp_batch	*free;
 	struct kvp_batch	**hash;
 	u32			hash_bits;
-	struct kvp_batch	*drain_head, *drain_tail;
+	/* Draining batches, oldest completion first. */
+	struct list_head	draining;
 	/*
-	 * The pool's batches that are open or draining, newest first, linked
-	 * by lnext: walking them costs the live batches, not the pool. The
-	 * tiers' overflow batches and the write queue are not among them.
+	 * The pool's batches that are open or draining, newest first:
+	 * walking them costs the live batches, not the pool. The tiers'
+	 * overflow batches and the write queue are not among them.
 	 */
-	struct kvp_batch	*live;
+	struct list_head	live;
 
 	u32			seq;
 	u32			queued;		/* all tiers */
@@ -286,6 +287,13 @@ static inline bool kvp_throttled(const struct kvp_sched *ps)
 static inline u32 kvp_pending(const struct kvp_batch *b)
 {
 	return b->queued + b->inflight;
+}
+
+/* The draining batch whose window ends first, or NULL. */
+static inline struct kvp_batch *kvp_oldest_draining(struct kvp_sched *ps)
+{
+	return list_first_entry_or_null(&ps->draining, struct kvp_batch,
+					drain_node);
 }
 
 unsigned int kvp_hist_bucket(u64 ns);

@@ -220,7 +220,7 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
  */
 static void kvb_arm_reap(struct kvb_data *kd)
 {
-	struct kvp_batch *b = kd->ps->drain_head;
+	struct kvp_batch *b = kvp_oldest_draining(kd->ps);
 	u64 now, end;
 
 	lockdep_assert_held(&kd->lock);

@@ -181,6 +181,7 @@ static bool inv_check(const struct kvs_sim *s, char *msg, size_t len)
 	u32 tq[KVB_NR_TIERS] = { 0 }, ti[KVB_NR_TIERS] = { 0 };
 	u32 live = 0, draining = 0, nfree = 0, nhash = 0, i, t, w;
 	const struct kvp_batch *b, *prev;
+	const struct list_head *n;
 
 	/* Heaps: order, positions, membership. */
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
@@ -286,13 +287,15 @@ static bool inv_check(const struct kvs_sim *s, char *msg, size_t len)
 	INV(ps->stats.live == live, "stats.live %u, %u open or draining",
 	    ps->stats.live, live);
 	{
-		struct kvp_batch *l, *prev = NULL;
+		const struct kvp_batch *l;
 		u32 nlive = 0;
 
-		for (l = ps->live; l; l = l->lnext) {
+		for (prev = NULL, n = ps->live.next; n != &ps->live;
+		     n = n->next) {
+			l = list_entry(n, struct kvp_batch, live_node);
+			INV(n->next->prev == n, "live list back link broken");
 			INV(l->state != KVP_BATCH_FREE && !l->overflow,
 			    "free or overflow batch on the live list");
-			INV(l->lprev == prev, "live list back link broken");
 			INV(++nlive <= ps->nr_batches, "live list loops");
 			if (nlive > ps->nr_batches)
 				break;
@@ -307,14 +310,19 @@ static bool inv_check(const struct kvs_sim *s, char *msg, size_t len)
 	}
 	INV(nfree + live == ps->nr_batches, "free %u + live %u != pool %u",
 	    nfree, live, ps->nr_batches);
-	for (prev = NULL, b = ps->drain_head, i = 0; b; prev = b, b = b->dnext) {
+	prev = NULL;
+	i = 0;
+	for (n = ps->draining.next; n != &ps->draining; n = n->next) {
+		b = list_entry(n, struct kvp_batch, drain_node);
+		INV(n->next->prev == n, "drain list back link");
 		INV(b->state == KVP_BATCH_DRAINING, "open batch on drain list");
-		INV(b->dprev == prev, "drain list back link");
 		INV(!prev || prev->last_ns <= b->last_ns,
 		    "drain list out of completion order");
 		INV(++i <= ps->nr_batches, "drain list loops");
+		if (i > ps->nr_batches)
+			break;
+		prev = b;
 	}
-	INV(ps->drain_tail == prev, "drain tail");
 	INV(i == draining, "drain list holds %u of %u draining", i, draining);
 	for (i = 0; i < (1U << ps->hash_bits); i++) {
 		for (b = ps->hash[i]; b; b = b->hnext) {
