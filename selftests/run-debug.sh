@@ -31,9 +31,14 @@ tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list | tr ' ' '\n
 
 for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
 	t0=$(date +%s)
-	if k=$(scripts/debug-kernel.sh -s "$series" 2> >(ktap_diag)); then
+	# Its messages go to a log, not through a process substitution,
+	# which would write them into $k (they are what it says while it
+	# builds the kernel).
+	if k=$(scripts/debug-kernel.sh -s "$series" 2> "$logdir/debug-kernel-$series.log"); then
+		ktap_diag < "$logdir/debug-kernel-$series.log"
 		ktap_test_pass "debug kernel $k built from linux-source-$series ($(($(date +%s) - t0)) s)"
 	else
+		ktap_diag < "$logdir/debug-kernel-$series.log"
 		ktap_test_fail "debug kernel built from linux-source-$series"
 		continue
 	fi
