@@ -238,11 +238,12 @@ test: deps
 test-extended: deps
 	@KVB_ALL_KERNELS=1 $(TOP)/selftests/run-all.sh
 
-# The debug-kernel run (on each series of DEBUG_SERIES, default "6.1 6.12";
-# each kernel is built once, cached in /var/cache/kvbatch) and the soak
-# (SOAK_SECONDS, default 600, on SOAK_KERNEL, default the Debian 6.1 kernel;
-# KVB_DEBUG=6.1 or 6.12, or 1 for 6.1: on that series' debug kernel, booted
-# from its bzImage like make test-debug does).
+# The debug-kernel run (on each series of DEBUG_SERIES, default
+# "6.1 6.12 7.3"; each kernel is built once, cached in /var/cache/kvbatch,
+# 7.3's in the Debian 13 root with its gcc-14) and the soak (SOAK_SECONDS,
+# default 600, on SOAK_KERNEL, default the Debian 6.1 kernel; KVB_DEBUG=6.1,
+# 6.12 or 7.3, or 1 for 6.1: on that series' debug kernel, booted from its
+# bzImage like make test-debug does).
 test-debug: deps
 	@$(TOP)/selftests/run-debug.sh
 
@@ -251,10 +252,10 @@ soak: deps
 	@k=$${SOAK_KERNEL:-$(KREL_61)}; \
 	case "$${KVB_DEBUG:-}" in \
 	'') ;; \
-	1|6.1|6.12) s=$$KVB_DEBUG; [ "$$s" != 1 ] || s=6.1; \
+	1|6.1|6.12|7.3) s=$$KVB_DEBUG; [ "$$s" != 1 ] || s=6.1; \
 		k=$$($(TOP)/scripts/debug-kernel.sh -s $$s) || exit 1; \
 		export KVVM_PVH=0 ;; \
-	*) echo "make soak: KVB_DEBUG is 1, 6.1 or 6.12" >&2; exit 2 ;; \
+	*) echo "make soak: KVB_DEBUG is 1, 6.1, 6.12 or 7.3" >&2; exit 2 ;; \
 	esac; \
 	$(MAKE) --no-print-directory KERNELRELEASE=$$k modules tools selftests-bin && \
 	$(TOP)/tools/kvvm -k $$k -m 3072 -t $$(( $(SOAK_SECONDS) + 900 )) -- \

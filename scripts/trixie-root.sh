@@ -128,8 +128,14 @@ fi
 ls "$tmp"/root/usr/lib/modules/*/vmlinuz > /dev/null 2>&1 ||
 	die "the Debian 13 root has no /usr/lib/modules/*/vmlinuz (log: $log)"
 # Replace the old root only now; rename first so a guest that still has
-# it open keeps a consistent tree until it exits.
+# it open keeps a consistent tree until it exits. A 7.3 debug kernel built
+# in the old root (scripts/debug-kernel.sh -s 7.3: its source and build
+# tree, its installed modules) took most of an hour: carry it over.
 if [ -e "$root" ]; then
+	for d in "$root"/usr/src/kvbatch-debug-* "$root"/usr/lib/modules/*-kvbdebug; do
+		[ -d "$d" ] || continue
+		mv "$d" "$tmp/root${d#"$root"}"
+	done
 	mv "$root" "$tmp/old"
 fi
 mv "$tmp/root" "$root"
