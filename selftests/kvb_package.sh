@@ -121,11 +121,15 @@ purge() {
 }
 ktap_check "dpkg --purge kvbatch-dkms succeeds" purge
 
+# In /usr/src the package owns kvbatch-VERSION only: a Debian 13 root that
+# also holds the 7.3 debug kernel (make test-debug) has its tree in
+# /usr/src/kvbatch-debug-7.3, which is not the package's.
 leftovers() {
 	local left
 
-	left=$(find /lib/modules/*/updates /usr/src /var/lib/dkms \
-		/usr/lib/udev/rules.d /etc/modprobe.d -name '*kvbatch*' 2>/dev/null)
+	left=$(find /lib/modules/*/updates /var/lib/dkms \
+		/usr/lib/udev/rules.d /etc/modprobe.d -name '*kvbatch*' 2>/dev/null
+	       find /usr/src -maxdepth 1 -name "kvbatch-$ver" 2>/dev/null)
 	[ -z "$left" ] || { log "left behind: $left"; return 1; }
 }
 ktap_check "nothing left in /lib/modules, /usr/src, /var/lib/dkms, udev, modprobe.d" \
