@@ -420,8 +420,11 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 	}
 
 	/* A new batch; reclaim the oldest draining one if the pool is dry. */
-	if (!ps->free && kvp_oldest_draining(ps))
-		kvp_batch_finish(ps, kvp_oldest_draining(ps));
+	if (!ps->free) {
+		b = kvp_oldest_draining(ps);
+		if (b)
+			kvp_batch_finish(ps, b);
+	}
 	b = ps->free;
 	if (!b) {
 		ps->stats.overflow_rqs[tier]++;
