@@ -110,11 +110,8 @@ ktap_check "the adversary ran without errors, the batch table stayed within max_
 # kvbatch allocates nothing per request or per key: its growth must stay
 # within noise of mq-deadline's. Under KASAN, freed objects wait in its
 # quarantine and still count as slab, which makes the noise megabytes.
-# Debian 12 keeps a kernel's config in /boot, Debian 13 (the 7.3 guest's
-# root) in /usr/lib/modules/<release>.
 slack=512
-if cat "/boot/config-$(uname -r)" "/lib/modules/$(uname -r)/config" 2>/dev/null |
-	grep -qx CONFIG_KASAN=y; then
+if kvb_kernel_has CONFIG_KASAN; then
 	slack=8192
 	log "KASAN kernel: its quarantine keeps freed slab objects; slack $slack kB"
 fi

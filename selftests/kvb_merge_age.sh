@@ -14,14 +14,20 @@ source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd dd
+# The window is the first read's service time: a debug kernel takes
+# seconds to start the four dd processes, so it gets a longer one.
+svc=4
+kvb_debug_kernel && svc=20
 kvb_begin_nullb 3 submit_queues=1 hw_queue_depth=1 irqmode=2 \
-	completion_nsec=4000000000
+	completion_nsec=$((svc * 1000000000))
 
 d=nullb0
 order=$KVB_SCRATCH/order
 
 kvb_use_kvbatch "$d"
 echo 64 > "/sys/block/$d/queue/nr_requests"
+# null_blk times requests out after 5 s; three go through one by one.
+echo $(((3 * svc + 10) * 1000)) > "/sys/block/$d/queue/io_timeout"
 # One request in the device at a time: the rest wait in kvbatch's order.
 echo 1 > "/sys/block/$d/queue/iosched/max_inflight"
 echo 1 > "/sys/kernel/debug/block/$d/sched/reset_stats"
