@@ -80,15 +80,16 @@ fi
 # --- cgroup moves --------------------------------------------------------
 cg=/sys/fs/cgroup
 cgroup_moves() {
-	local pid rc=0 n=0 g
+	local pid rc=0 n=0 g mult=2
 
 	# The io controller gives each cgroup its own blkcg, hence its own key.
 	echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
 	mkdir -p $cg/kvb-a $cg/kvb-b || return 1
 	kvb_defer "rmdir $cg/kvb-a $cg/kvb-b"
-	# Twice the runtime: a debug kernel under emulation manages about
-	# one move a second.
-	verified_fio cgmove $((RUNTIME * 2)) &
+	# Twice the runtime, four times on a debug kernel: under emulation
+	# it manages about one move a second, and fewer while fio verifies.
+	kvb_debug_kernel && mult=4
+	verified_fio cgmove $((RUNTIME * mult)) &
 	pid=$!
 	# Move fio's threads (the job process is a child of the one started).
 	while kill -0 $pid 2>/dev/null; do
