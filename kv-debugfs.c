@@ -169,6 +169,7 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	seq_printf(m, "auto_reverts %llu\n", kd->depth.reverts);
 	seq_printf(m, "auto_restarts %llu\n", kd->depth.restarts);
 	seq_printf(m, "inflight %u\n", kd->ps->inflight);
+	seq_printf(m, "held %d\n", kd->held);
 	spin_unlock_irq(&kd->lock);
 	return 0;
 }

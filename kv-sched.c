@@ -438,10 +438,14 @@ static struct request *kvb_pick_request(struct kvb_data *kd,
 }
 
 /*
- * Dispatch found work held back by max_inflight: publish the hold, so that
- * the completion that makes room takes the lock and runs the queue. A
- * completion recorded before the hold was visible did not see it and
- * will not: drain it here. True if that made room.
+ * Work is held back by max_inflight: publish the hold, so that the
+ * completion that makes room takes the lock and runs the queue. Called
+ * wherever the limit may have come to hold work back: after a dispatch
+ * (the one that fills the limit is the last blk-mq asks for, as
+ * has_work() then says "no work"), and after an insert (work queued
+ * behind a full limit is never asked for). A completion recorded before
+ * the hold was visible did not see it and will not: drain it here. True
+ * if that made room.
  */
 static bool kvb_hold(struct kvb_data *kd)
 {
@@ -473,8 +477,10 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		rq = kvb_pick_request(kd, &pick, now);
 	if (!rq && kvb_hold(kd))
 		rq = kvb_pick_request(kd, &pick, now);
-	if (rq)
+	if (rq) {
 		kvb_start_request(kd, rq, now);
+		kvb_hold(kd);
+	}
 	if (rq && pick.kind != KVP_PICK_NONE) {
 		struct kvp_batch *b = pick.batch;
 
@@ -689,6 +695,8 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 		list_del_init(&rq->queuelist);
 		kvb_insert_request(kd, rq, at_head, &free, now);
 	}
+	/* The queue run that follows the insert sees any room this makes. */
+	kvb_hold(kd);
 	held = kd->ps->wq->queued && kd->ps->tier[KVB_TIER_DEMAND].inflight;
 	spin_unlock_irqrestore(&kd->lock, irqflags);
 
