@@ -17,9 +17,10 @@
  * completions do not take it: they are recorded in a per-CPU buffer
  * (kvb_pcpu, with its own lock, taken inside the device lock by the drain)
  * and applied by the next holder of the device lock. Only a completion that
- * may have to run the queue takes it: the last one in flight, the one that
- * makes room for work held back by max_inflight, and any while deferred
- * writes wait for the end of demand (kvb_finish_request()).
+ * may have to run the queue, or that leaves the device idle, takes it: the
+ * one that makes room for work held back by max_inflight, the last one in
+ * flight when nothing is queued, and any while deferred writes wait for
+ * the end of demand (kvb_finish_request()).
  *
  * See Documentation/kvbatch.rst.
  */
@@ -721,12 +722,21 @@ static inline u32 kvb_kick_batch(u32 limit)
 
 /*
  * Must this completion, already recorded, take the lock? Only if it may
- * have to run the queue, or closes batches: when it leaves nothing in
- * flight; or when work waits behind max_inflight (kd->held) and it leaves
- * room for a batch. While the hold lasts with less room, a later
- * completion makes the room: of completions that race, the last to read
- * the count sees all of their records (each reads after its own record,
- * behind a full barrier), so the one that makes the room is never missed.
+ * have to run the queue, or the device goes idle.
+ *
+ * Work waits behind max_inflight (kd->held) and this completion leaves
+ * room for a batch: it runs the queue. While the hold lasts with less
+ * room, a later completion makes the room: of completions that race, the
+ * last to read the count sees all of their records (each reads after its
+ * own record, behind a full barrier), so the one that makes the room is
+ * never missed.
+ *
+ * Nothing is left in flight or queued: the device goes idle, and its
+ * batches close now rather than at the next request. Work still queued
+ * with nothing in flight is not held (a hold needs requests in flight):
+ * the dispatch that takes it is running or follows its insert, and
+ * applies the record. A queued count read stale here belongs to a request
+ * a dispatch has just started, whose own completion decides again.
  */
 static bool kvb_record_needs_lock(struct kvb_data *kd)
 {
@@ -735,12 +745,11 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 	/* Pairs with the barriers in kvb_hold() and kvb_drain(). */
 	smp_mb__after_atomic();
 	inflight = kvb_inflight(kd);
-	if (!inflight)
-		return true;
-	if (!READ_ONCE(kd->held))
-		return false;
-	limit = READ_ONCE(kd->ps->p.max_inflight);
-	return !limit || inflight + kvb_kick_batch(limit) <= limit;
+	if (READ_ONCE(kd->held)) {
+		limit = READ_ONCE(kd->ps->p.max_inflight);
+		return !limit || inflight + kvb_kick_batch(limit) <= limit;
+	}
+	return !inflight && !READ_ONCE(kd->ps->queued);
 }
 
 /*
@@ -817,8 +826,6 @@ static void kvb_finish_request(struct request *rq)
 			run = ps->queued;
 		}
 		if (ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight)
-			run = true;
-		if (recorded && ps->queued && !kvp_throttled(ps))
 			run = true;
 	}
 	spin_unlock_irqrestore(&kd->lock, flags);
