@@ -684,7 +684,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	u64 now = kvb_now();
 	unsigned long irqflags;
 	LIST_HEAD(free);
-	bool held;
+	bool writes_held;
 
 	spin_lock_irqsave(&kd->lock, irqflags);
 	/* A batch whose last request completed is closed before it is joined. */
@@ -698,12 +698,13 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	}
 	/* The queue run that follows the insert sees any room this makes. */
 	kvb_hold(kd);
-	held = kd->ps->wq->queued && kd->ps->tier[KVB_TIER_DEMAND].inflight;
+	writes_held = kd->ps->wq->queued &&
+		      kd->ps->tier[KVB_TIER_DEMAND].inflight;
 	spin_unlock_irqrestore(&kd->lock, irqflags);
 
 	/* Requests merged away at insert are freed outside the lock. */
 	blk_mq_free_requests(&free);
-	if (held)
+	if (writes_held)
 		kvb_arm_write_expiry(kd);
 }
 
