@@ -153,6 +153,21 @@ nullb_inject() {
 # needs CONFIG_FAULT_INJECTION_STACKTRACE_FILTER: 6.12's debug kernel has
 # it; 6.1 cannot (the option depends on !X86_64 there), so SKIP.
 FAILNTH=$KVB_ROOT/build/selftests/kvb_failnth
+# The scheduler each write switches from. On 6.1 and 6.12, mq-deadline: the
+# old scheduler's teardown is in every run, as it is in real use. 7.x's
+# elevator_change() (7.3.4's block/elevator.c) releases the old scheduler
+# in elevator_change_done(), which runs only when the new one started: a
+# switch whose new scheduler fails to start has already exited the old one
+# but leaves its iosched directory registered and its tags allocated, so
+# every later switch on that queue fails on the duplicate name ("sysfs:
+# cannot create duplicate filename .../queue/iosched"). That is the core's,
+# and it breaks a failed switch to mq-deadline the same way; from none
+# there is no old scheduler, and every allocation of kvbatch's start still
+# fails in turn.
+case $(uname -r) in
+6.*) FROM=mq-deadline ;;
+*) FROM=none ;;
+esac
 # More sites than any switch makes; reaching it means fail-nth never ran out.
 FAILNTH_MAX=${FAILNTH_MAX:-3000}
 
@@ -212,9 +227,7 @@ alloc_failures() {
 	# shellcheck disable=SC2086
 	alloc_attrs on $range
 	for k in $(seq 1 "$FAILNTH_MAX"); do
-		# Each write switches from mq-deadline, so the old scheduler's
-		# teardown is in every run, as it is in real use.
-		kvb_set_sched nullb0 mq-deadline || { log "$scope k=$k: cannot reset"; broken=1; break; }
+		kvb_set_sched nullb0 "$FROM" || { log "$scope k=$k: cannot reset to $FROM"; broken=1; break; }
 		read -r inj err < <("$FAILNTH" -n "$k" /sys/block/nullb0/queue/scheduler kvbatch)
 		case $inj in
 		injected=N) sites=$((k - 1)); break ;;
@@ -223,7 +236,7 @@ alloc_failures() {
 		esac
 		case "${err#errno=}:$(kvb_sched_of nullb0)" in
 		0:kvbatch) ok=$((ok + 1)) ;;
-		12:none|12:mq-deadline) failed=$((failed + 1)) ;;
+		"12:none"|"12:$FROM") failed=$((failed + 1)) ;;
 		*) log "$scope k=$k: switch gave $err, scheduler '$(kvb_sched_of nullb0)'"; broken=1; break ;;
 		esac
 		dd if=/dev/nullb0 of=/dev/null bs=64k count=16 iflag=direct status=none ||
@@ -231,12 +244,12 @@ alloc_failures() {
 	done
 	[ $broken = 1 ] || [ $sites -gt 0 ] || { log "$scope: still injecting after $FAILNTH_MAX sites"; broken=1; }
 	# Nothing a failed switch left behind keeps kvbatch from working.
-	if [ $broken = 0 ] && ! { kvb_set_sched nullb0 mq-deadline && kvb_set_sched nullb0 kvbatch &&
+	if [ $broken = 0 ] && ! { kvb_set_sched nullb0 "$FROM" && kvb_set_sched nullb0 kvbatch &&
 		dd if=/dev/nullb0 of=/dev/null bs=64k count=16 iflag=direct status=none; }; then
 		log "$scope: kvbatch not selectable afterwards"; broken=1
 	fi
 	alloc_attrs off
-	log "$scope: $sites allocation sites in a switch to kvbatch${range:+ (text of kvbatch: $range)}; with each failing, $failed switches failed with ENOMEM and $ok succeeded"
+	log "$scope: $sites allocation sites in a switch from $FROM to kvbatch${range:+ (text of kvbatch: $range)}; with each failing, $failed switches failed with ENOMEM and $ok succeeded"
 	check() {
 		# Elevator init has no fallback for its first allocation, so at
 		# least one switch must fail, whatever the scope.
