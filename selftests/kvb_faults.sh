@@ -24,7 +24,7 @@ kvb_load || ktap_exit_skip "cannot load kvbatch"
 [ -b /dev/nullb0 ] && ktap_exit_skip "null_blk already in use"
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 9
 
 # fault_attr NAME [PROBABILITY INTERVAL TIMES]: configure (or, with no
 # numbers, disarm) one of the kernel's fault attributes. verbose=0: the
@@ -171,6 +171,14 @@ esac
 # More sites than any switch makes; reaching it means fail-nth never ran out.
 FAILNTH_MAX=${FAILNTH_MAX:-3000}
 
+# failnth_ready DESC: fail-nth injection can run here; if not, DESC is
+# skipped with the reason.
+failnth_ready() {
+	[ -d "$DBG/failslab" ] && [ -d "$DBG/fail_page_alloc" ] ||
+		{ ktap_test_skip "$1: kernel without failslab/fail_page_alloc (make test-debug)"; return 1; }
+	[ -x "$FAILNTH" ] || { ktap_test_skip "$1: kvb_failnth not built (make selftests-bin)"; return 1; }
+}
+
 # alloc_attrs on|off [START END]: make every sleeping slab and page
 # allocation (of any order) a fault site, optionally only those called
 # from [START, END); or restore the defaults.
@@ -215,9 +223,7 @@ alloc_failures() {
 	[ "$scope" = all ] || desc="each allocation made by kvbatch's code in a switch fails in turn"
 	desc+=" (fail-nth): the switch fails with ENOMEM or recovers, I/O goes on, kvbatch selectable after"
 
-	[ -d "$DBG/failslab" ] && [ -d "$DBG/fail_page_alloc" ] ||
-		{ ktap_test_skip "$desc: kernel without failslab/fail_page_alloc (make test-debug)"; return; }
-	[ -x "$FAILNTH" ] || { ktap_test_skip "$desc: kvb_failnth not built (make selftests-bin)"; return; }
+	failnth_ready "$desc" || return
 	if [ "$scope" = kvbatch ]; then
 		[ -f "$DBG/failslab/require-start" ] ||
 			{ ktap_test_skip "$desc: kernel without CONFIG_FAULT_INJECTION_STACKTRACE_FILTER"; return; }
@@ -297,6 +303,45 @@ alloc_refs() {
 	ktap_check "no module reference leaked by the failed switches" test $leak = 0
 }
 
+# stale_reads: a switch away from kvbatch, its allocations failing in
+# turn, until one fails after kvbatch was torn down (the queue is left
+# with none). 7.3's core then leaves kvbatch's debugfs files behind (see
+# FROM): each must fail to read (ENODEV), not reach for the state that
+# exit_sched() freed. On 6.1 and 6.12 the files go with kvbatch. It stops
+# there, since on 7.3 every later switch on the queue fails (with a sysfs
+# call trace); and it runs last, since on 7.3 the core keeps kvbatch's
+# elevator_queue, and with it a module reference, until reboot.
+stale_reads() {
+	local desc="a failed switch away from kvbatch: whatever debugfs files it leaves fail to read, with no kernel report"
+	local k inj err torn=0 files=0 refused=0 reports0 f
+
+	failnth_ready "$desc" || return
+	nullb_up || { ktap_test_fail "$desc: null_blk"; return; }
+	reports0=$(kvb_kernel_reports)
+	alloc_attrs on
+	for k in $(seq 1 "$FAILNTH_MAX"); do
+		kvb_set_sched nullb0 kvbatch || { log "stale files: k=$k: cannot select kvbatch"; break; }
+		read -r inj err < <("$FAILNTH" -n "$k" /sys/block/nullb0/queue/scheduler mq-deadline)
+		[ "$inj" = injected=Y ] || break
+		[ "$err" = errno=12 ] && [ "$(kvb_sched_of nullb0)" = none ] || continue
+		torn=$k
+		for f in "$DBG"/block/nullb0/sched/*; do
+			[ -f "$f" ] && [ -r "$f" ] || continue
+			files=$((files + 1))
+			cat "$f" > /dev/null 2>&1 || refused=$((refused + 1))
+		done
+		break
+	done
+	alloc_attrs off
+	log "stale files: allocation $torn failed the switch after kvbatch was torn down; $files debugfs files left, $refused of them refused to read"
+	check() {
+		[ "$torn" -gt 0 ] && [ "$refused" = "$files" ] &&
+			[ "$(kvb_kernel_reports)" = "$reports0" ]
+	}
+	ktap_check "$desc" check
+	nullb_down
+}
+
 # Whatever happens, leave no fault armed.
 # shellcheck disable=SC2016
 kvb_defer 'for a in fail_io_timeout fail_make_request; do
@@ -312,4 +357,5 @@ if [ -d "$DBG/failslab" ]; then
 else
 	ktap_test_skip "no module reference leaked by failed switches: kernel without failslab (make test-debug)"
 fi
+stale_reads
 ktap_finished

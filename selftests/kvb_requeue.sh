@@ -31,10 +31,7 @@ stats=/sys/kernel/debug/block/$disk/sched/stats
 ktap_print_header
 ktap_set_plan 7
 
-kernel_reports() {
-	dmesg | grep -cE 'BUG:|Oops|general protection fault|KASAN|WARNING:' || true
-}
-reports0=$(kernel_reports)
+reports0=$(kvb_kernel_reports)
 
 ok=0
 if [ "$(cat "/sys/block/$disk/queue/discard_max_bytes")" -gt 0 ] &&
@@ -94,7 +91,7 @@ else
 	ktap_test_skip "no scsi_debug per-command error injection (before 6.7)"
 fi
 
-reports=$(kernel_reports)
+reports=$(kvb_kernel_reports)
 [ "$reports" = "$reports0" ] || dmesg | grep -E -A 20 'BUG:|Oops|general protection fault|KASAN|WARNING:' | head -40 | sed 's/^/# /'
 ktap_check "no kernel report (oops, KASAN, warning)" test "$reports" = "$reports0"
 

@@ -41,6 +41,12 @@ _kvb_deferred=()
 _kvb_sysctls=()
 declare -A _kvb_sched0 _kvb_online0
 
+# kvb_kernel_reports: how many kernel reports (oops, BUG, KASAN, WARNING)
+# the kernel log holds; compare a count taken before with one after.
+kvb_kernel_reports() {
+	dmesg | grep -cE 'BUG:|Oops|general protection fault|KASAN|WARNING:' || true
+}
+
 # kvb_kmsg TEXT: TEXT in the kernel log, as "kvvm-mark: TEXT": tools/kvvm
 # names the last mark before a kernel report (WARN, BUG, KASAN ...).
 kvb_kmsg() {
