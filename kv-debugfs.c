@@ -22,11 +22,33 @@
 
 #include "kv-elv.h"
 
+/*
+ * kvbatch's state behind @q's sched files, or NULL when kvbatch is not
+ * @q's scheduler. The core removes the files before exit_sched() frees
+ * that state, except on 7.3 after a switch away from kvbatch whose new
+ * scheduler failed to start: elevator_change() has torn kvbatch down but
+ * leaves its files, with q->elevator NULL, until the disk goes (see "A
+ * switch that fails" in Documentation/kvbatch.rst). A read then fails
+ * with -ENODEV instead of dereferencing NULL; a switch racing with it is
+ * the core's to order, as for every scheduler's files.
+ */
+static struct kvb_data *kvb_debugfs_data(struct request_queue *q)
+{
+	struct elevator_queue *e = READ_ONCE(q->elevator);
+
+	if (!e || e->type->queue_debugfs_attrs != kvb_queue_debugfs_attrs)
+		return NULL;
+	return e->elevator_data;
+}
+
 static int kvb_dispatch_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct request *rq;
+
+	if (!kd)
+		return -ENODEV;
 
 	spin_lock_irq(&kd->lock);
 	list_for_each_entry(rq, &kd->dispatch, queuelist)
@@ -49,11 +71,15 @@ static void kvb_show_batch(struct seq_file *m, struct kvp_batch *b, u64 now)
 static int kvb_batches_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
-	struct kvp_sched *ps = kd->ps;
+	struct kvb_data *kd = kvb_debugfs_data(q);
+	struct kvp_sched *ps;
 	u64 now = ktime_get_ns();
 	struct kvp_batch *b;
 	u32 t;
+
+	if (!kd)
+		return -ENODEV;
+	ps = kd->ps;
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
@@ -78,11 +104,14 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 static int kvb_stats_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct kvp_stats cs;
 	struct kvb_stats st;
 	unsigned int queued, inflight;
 	int i;
+
+	if (!kd)
+		return -ENODEV;
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
@@ -145,7 +174,10 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 static int kvb_depth_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
+
+	if (!kd)
+		return -ENODEV;
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
@@ -181,9 +213,12 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 static int kvb_histogram_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
 	u64 hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
 	int t, i;
+
+	if (!kd)
+		return -ENODEV;
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
@@ -203,9 +238,12 @@ static int kvb_histogram_show(void *data, struct seq_file *m)
 static int kvb_tiers_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct kvp_tier tiers[KVB_NR_TIERS];
 	int t;
+
+	if (!kd)
+		return -ENODEV;
 
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
@@ -223,8 +261,11 @@ static int kvb_tiers_show(void *data, struct seq_file *m)
 static int kvb_deferred_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct request *rq;
+
+	if (!kd)
+		return -ENODEV;
 
 	spin_lock_irq(&kd->lock);
 	list_for_each_entry(rq, &kd->ps->wq->rqs, queuelist)
@@ -244,8 +285,11 @@ static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
 				     size_t count, loff_t *ppos)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_data *kd = kvb_debugfs_data(q);
 	char c[3] = { };
+
+	if (!kd)
+		return -ENODEV;
 
 	if (count < 1 || count > 2 || copy_from_user(c, buf, count))
 		return -EINVAL;
