@@ -276,6 +276,8 @@ static int kvb_deferred_show(void *data, struct seq_file *m)
 
 static int kvb_reset_stats_show(void *data, struct seq_file *m)
 {
+	if (!kvb_debugfs_data(data))
+		return -ENODEV;
 	seq_puts(m, "write 1 to zero the counters in stats and histogram\n");
 	return 0;
 }

@@ -306,8 +306,8 @@ alloc_refs() {
 # stale_reads: a switch away from kvbatch, its allocations failing in
 # turn, until one fails after kvbatch was torn down (the queue is left
 # with none). 7.3's core then leaves kvbatch's debugfs files behind (see
-# FROM): each must fail to read (ENODEV), not reach for the state that
-# exit_sched() freed. On 6.1 and 6.12 the files go with kvbatch. It stops
+# FROM): each read, and a write of reset_stats, must fail (ENODEV), not
+# reach for the state that exit_sched() freed. On 6.1 and 6.12 the files go with kvbatch. It stops
 # there, since on 7.3 every later switch on the queue fails (with a sysfs
 # call trace); and it runs last, since on 7.3 the core keeps kvbatch's
 # elevator_queue, and with it a module reference, until reboot.
@@ -330,10 +330,16 @@ stale_reads() {
 			files=$((files + 1))
 			cat "$f" > /dev/null 2>&1 || refused=$((refused + 1))
 		done
+		# The one writable file: a write must fail as well.
+		f=$DBG/block/nullb0/sched/reset_stats
+		if [ -f "$f" ]; then
+			files=$((files + 1))
+			echo 1 2>/dev/null > "$f" || refused=$((refused + 1))
+		fi
 		break
 	done
 	alloc_attrs off
-	log "stale files: allocation $torn failed the switch after kvbatch was torn down; $files debugfs files left, $refused of them refused to read"
+	log "stale files: allocation $torn failed the switch after kvbatch was torn down; $files reads and writes of the debugfs files left, $refused refused"
 	check() {
 		[ "$torn" -gt 0 ] && [ "$refused" = "$files" ] &&
 			[ "$(kvb_kernel_reports)" = "$reports0" ]
