@@ -307,10 +307,11 @@ alloc_refs() {
 # turn, until one fails after kvbatch was torn down (the queue is left
 # with none). 7.3's core then leaves kvbatch's debugfs files behind (see
 # FROM): each read, and a write of reset_stats, must fail (ENODEV), not
-# reach for the state that exit_sched() freed. On 6.1 and 6.12 the files go with kvbatch. It stops
-# there, since on 7.3 every later switch on the queue fails (with a sysfs
-# call trace); and it runs last, since on 7.3 the core keeps kvbatch's
-# elevator_queue, and with it a module reference, until reboot.
+# reach for the state that exit_sched() freed. On 6.1 and 6.12 the files
+# go with kvbatch. It stops there, since on 7.3 every later switch on the
+# queue fails (with a sysfs call trace); and it runs last, since on 7.3
+# the core keeps kvbatch's elevator_queue, and with it a module
+# reference, until reboot.
 stale_reads() {
 	local desc="a failed switch away from kvbatch: whatever debugfs files it leaves fail to read, with no kernel report"
 	local k inj err torn=0 files=0 refused=0 reports0 f
