@@ -1,0 +1,93 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvab_cli.sh: tools/kvab on the host, without a guest (selftests/run-all.sh
+# runs it with the other host tests). Every bad argument exits 2 with the
+# usage and builds nothing; -n builds a variant from a revision and one
+# from a patch file, and each module carries only its own names (module,
+# alias, elevator, trace system), so that it loads beside kvbatch; a patch
+# that does not apply exits nonzero. Output is TAP (ktap_helpers.sh).
+set -uf
+top=$(cd "$(dirname "$0")/.." && pwd)
+kvab=$top/tools/kvab
+tmp=$(mktemp -d /tmp/kvab-cli.XXXXXX)
+trap 'rm -rf "$tmp" "$top/build/kvab/c1" "$top/build/kvab/c2" "$top/build/kvab/c3"' EXIT
+
+# shellcheck source=selftests/ktap_helpers.sh
+source "$(dirname "$0")/ktap_helpers.sh"
+
+ktap_print_header
+krel=$(make -s -C "$top" --no-print-directory print-kernels | tr ' ' '\n' |
+	grep -m1 '^6\.12\.')
+if [ -z "$krel" ] || [ ! -e "/boot/vmlinuz-$krel" ] ||
+   [ ! -d "/lib/modules/$krel/build" ]; then
+	ktap_exit_skip "no Debian 6.12 kernel and headers on this host"
+fi
+
+# refuses ARGS...: exit 2, the usage on stderr, nothing on stdout, and no
+# build directory made.
+refuses() {
+	local before after
+
+	before=$(ls "$top/build/kvab" 2>/dev/null)
+	"$kvab" "$@" > "$tmp/out" 2> "$tmp/err"
+	[ $? = 2 ] && grep -q '^usage: tools/kvab ' "$tmp/err" &&
+		[ ! -s "$tmp/out" ] || return 1
+	after=$(ls "$top/build/kvab" 2>/dev/null)
+	[ "$before" = "$after" ]
+}
+
+bad=0
+for args in "-r 0" "-r x" "-r 100" "-t 0" "-t 1000" "-w foo" "-w cost,steady" \
+	    "-s kyber,kvbatch" "-s kvbc1" "-k nosuch" "-x" "C1=HEAD" \
+	    "c1" "c1=" "toolongname=HEAD" "c1=nosuchrev" "c1=HEAD c1=HEAD"; do
+	# shellcheck disable=SC2086
+	if ! refuses $args; then
+		ktap_print_msg "not refused as expected: tools/kvab $args"
+		bad=$((bad + 1))
+	fi
+done
+ktap_check "17 bad argument lists: exit 2 with the usage, nothing built" \
+	[ $bad = 0 ]
+
+# A patch that adds a modinfo field, to find in its module.
+mkdir -p "$tmp/a" "$tmp/b"
+cp "$top/kv-sched.c" "$tmp/a/kv-sched.c"
+cp "$top/kv-sched.c" "$tmp/b/kv-sched.c"
+echo 'MODULE_INFO(kvab_mark, "kvab-cli-mark");' >> "$tmp/b/kv-sched.c"
+(cd "$tmp" && diff -u a/kv-sched.c b/kv-sched.c > both.patch)
+
+if "$kvab" -n -k "$krel" c1=HEAD c2="$tmp/both.patch" > "$tmp/kos" 2> "$tmp/err"; then
+	ktap_test_pass "-n builds a variant from a revision and one from a patch"
+else
+	ktap_print_msg "$(tail -5 "$tmp/err")"
+	ktap_test_fail "-n builds a variant from a revision and one from a patch"
+fi
+
+# names KO NAME: the module's name, alias, elevator and trace system are
+# NAME's, and kvbatch's appear nowhere. (Called through ktap_check.)
+# shellcheck disable=SC2317
+names() {
+	local ko=$1 m=$2
+
+	[ -f "$ko" ] &&
+	[ "$(modinfo -F name "$ko")" = "$m" ] &&
+	[ "$(modinfo -F alias "$ko")" = "$m-iosched" ] &&
+	strings "$ko" | grep -qx "$m" &&
+	! strings "$ko" | grep -qxE 'kvbatch|kvbatch-iosched'
+}
+ko1=$(sed -n 1p "$tmp/kos") ko2=$(sed -n 2p "$tmp/kos")
+ktap_check "the revision's module is kvbc1 throughout (name, alias, elevator)" \
+	names "$ko1" kvbc1
+ktap_check "the patched module is kvbc2 and carries the patch" \
+	sh -c "[ \"\$(modinfo -F kvab_mark '$ko2')\" = kvab-cli-mark ] &&
+	       [ \"\$(modinfo -F name '$ko2')\" = kvbc2 ]"
+
+printf -- '--- a/kv-sched.c\n+++ b/kv-sched.c\n@@ -1,1 +1,1 @@\n-no such line\n+x\n' \
+	> "$tmp/bad.patch"
+"$kvab" -n -k "$krel" c3="$tmp/bad.patch" > "$tmp/out" 2> "$tmp/err"
+rc=$?
+ktap_check "a patch that does not apply: nonzero exit, said so, no module" \
+	sh -c "[ $rc != 0 ] && grep -q 'does not apply' '$tmp/err' && [ ! -s '$tmp/out' ]"
+
+ktap_finished
