@@ -28,6 +28,36 @@ kvb_nullb_load() {
 	[ -b /dev/nullb0 ] || return 2
 }
 
+# kvb_nullb_reload PARAM...: kvb_nullb_load after unloading null_blk, so
+# that a benchmark row gets a device of its own shape.
+kvb_nullb_reload() {
+	modprobe -r null_blk 2>/dev/null || true
+	kvb_nullb_load "$@"
+}
+
+# The null_blk shapes of the benchmark rows, the same for tools/kvsuite
+# and tools/kvab: the no-delay "cost" device, where the scheduler's own
+# CPU time per request decides the IOPS, and the deep device (two
+# hardware queues of 128 tags, 1 ms completions) of the steady and bursty
+# rows.
+# shellcheck disable=SC2034
+KVB_NULLB_COST=(submit_queues=2 hw_queue_depth=64 irqmode=0 gb=4)
+# shellcheck disable=SC2034
+KVB_NULLB_DEEP=(submit_queues=2 hw_queue_depth=128 irqmode=2
+		completion_nsec=1000000 gb=4)
+
+# kvb_rotate WORD...: print the words with the first moved to the end.
+# Benchmarks run their schedulers in an order rotated every round: the
+# host's speed drifts by more than the differences measured, and rotating
+# spreads the drift over all of them.
+kvb_rotate() {
+	[ $# -gt 0 ] || return 0
+	local first=$1
+
+	shift
+	echo "$* $first" | sed 's/^ //'
+}
+
 # kvb_python: print a python3 that can import prometheus_client, which
 # tools/kvbatch-stat's --prometheus needs; status 1 if there is none.
 # Debian's /usr/bin/python3 has it once python3-prometheus-client is
