@@ -50,35 +50,38 @@ tap_points() {
 
 # guest_run KREL TEST...: boot KREL in tools/kvvm (extra kvvm options in
 # KVVM_OPTS), run the tests with selftests/run-guest.sh, and turn its
-# top-level results and the kernel log check into test points.
+# top-level results and the kernel log check into test points. A driver
+# that boots one kernel more than once names each boot in KVB_BOOT: it
+# tells the boots' logs and test points apart.
 guest_run() {
-	local k=$1 log=$logdir/guest-$1.log vm rc t0=$SECONDS
+	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} vm rc t0=$SECONDS
+	local log=$logdir/guest-$boot.log p="$1${KVB_BOOT:+ ($KVB_BOOT)}: "
 
 	shift
-	echo "# booting $k"
+	echo "# booting $k${KVB_BOOT:+ ($KVB_BOOT)}"
 	# The whole suite takes 8 to 20 minutes per kernel, more on a loaded
 	# host; each test has its own timeout (settings), this one only
 	# catches a guest that stopped making progress.
 	# shellcheck disable=SC2086
 	tools/kvvm -k "$k" -t "${KVB_GUEST_TIMEOUT:-2700}" ${KVVM_OPTS:-} \
-		-l "$logdir/console-$k.log" -- \
+		-l "$logdir/console-$boot.log" -- \
 		selftests/run-guest.sh "$@" > "$log" 2>&1 &
 	vm=$!
 	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | ktap_diag
 	wait $vm
 	rc=$?
-	echo "# $k: guest run took $((SECONDS - t0)) s"
-	tap_points "$k: " "$log" '^(not )?ok [0-9]+ selftests:'
+	echo "# ${p}guest run took $((SECONDS - t0)) s"
+	tap_points "$p" "$log" '^(not )?ok [0-9]+ selftests:'
 	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
-		ktap_test_fail "$k: guest ran the selftests (kvvm status $rc)"
+		ktap_test_fail "${p}guest ran the selftests (kvvm status $rc)"
 	case $rc in
-	124|125) ktap_test_fail "$k: guest finished (kvvm status $rc)" ;;
+	124|125) ktap_test_fail "${p}guest finished (kvvm status $rc)" ;;
 	esac
 	# kvvm exits 3 for a report only when the command passed; a failing
 	# test's status hides it, so read kvvm's own report lines as well.
 	if [ "$rc" = 3 ] || grep -q '^kvvm: kernel report:' "$log"; then
-		ktap_test_fail "$k: guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
+		ktap_test_fail "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
 	elif [ "$rc" != 124 ] && [ "$rc" != 125 ]; then
-		ktap_test_pass "$k: guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
+		ktap_test_pass "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
 	fi
 }

@@ -27,6 +27,8 @@ host_begin
 export KVVM_PVH=0
 make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
 	{ ktap_diag < "$logdir/tools.log"; ktap_test_fail "tools and selftest helpers build"; }
+# The selftests that remove scsi_debug's disk (see below).
+DEBUG_ALONE="kvb_requeue.sh kvb_shared_tags.sh"
 tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')}
 
 for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
@@ -50,8 +52,25 @@ for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
 		ktap_test_fail "kvbatch builds against $k with W=1, warning-free"
 		continue
 	fi
+	# The tests that remove a SCSI disk boot on their own, after the
+	# rest. In 6.12's lockdep every queue's freeze shares one class, so
+	# the flusher's writeback to nvme0n1 earlier in the boot and
+	# sd_remove() waiting for writeback make a "circular locking
+	# dependency" report of the core's, with no kvbatch frame (testing.rst,
+	# "make test-debug"). A boot of their own keeps the kernel log check
+	# whole, for them and for the rest.
+	rest="" alone=""
+	for t in $tests; do
+		case " $DEBUG_ALONE " in
+		*" $t "*) alone="$alone $t" ;;
+		*) rest="$rest $t" ;;
+		esac
+	done
 	# shellcheck disable=SC2086
-	KVVM_OPTS="-t 7200 -m 3072" guest_run "$k" $tests
+	[ -z "$rest" ] || KVVM_OPTS="-t 7200 -m 3072" guest_run "$k" $rest
+	# shellcheck disable=SC2086
+	[ -z "$alone" ] || KVB_BOOT=scsi KVVM_OPTS="-t 7200 -m 3072" \
+		guest_run "$k" $alone
 done
 
 host_end
