@@ -193,8 +193,10 @@ USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 
 selftests-bin: $(SELFTEST_BINS)
 
-# Tools: the load generator, the tagging example, the simulator.
-TOOLS_BINS	:= $(BUILD)/tools/kvbench $(BUILD)/tools/recall
+# Tools: the load generator, the tagging example, the simulator, and
+# the QEMU plugin of tools/kvab -p.
+TOOLS_BINS	:= $(BUILD)/tools/kvbench $(BUILD)/tools/recall \
+		   $(BUILD)/tools/tcg-insns.so
 
 tools: $(TOOLS_BINS) kvsim
 
@@ -217,6 +219,10 @@ $(BUILD)/tools/kvbench: $(KVBENCH_SRCS) $(KVBENCH_HDRS)
 $(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -luring
+
+$(BUILD)/tools/tcg-insns.so: $(TOP)/tools/tcg-insns.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -shared -fPIC -fvisibility=hidden -o $@ $< -lpthread
 
 $(BUILD)/selftests/kvb_seqio: $(TOP)/selftests/kvb_seqio.c
 	@mkdir -p $(dir $@)

@@ -1,12 +1,15 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# kvab_cli.sh: tools/kvab on the host, without a guest (selftests/run-all.sh
-# runs it with the other host tests). Every bad argument exits 2 with the
-# usage and builds nothing; -n builds a variant from a revision and one
-# from a patch file, and each module carries only its own names (module,
-# alias, elevator, trace system), so that it loads beside kvbatch; a patch
-# that does not apply exits nonzero. Output is TAP (ktap_helpers.sh).
+# kvab_cli.sh: tools/kvab on the host (selftests/run-all.sh runs it with
+# the other host tests). Every bad argument exits 2 with the usage and
+# builds nothing; -n builds a variant from a revision and one from a patch
+# file, and each module carries only its own names (module, alias,
+# elevator, trace system), so that it loads beside kvbatch; a patch that
+# does not apply exits nonzero. Then one short guest: -p counts each
+# scheduler's instructions per request and puts each one's own functions
+# under it alone; and kvvm refuses a plugin file that is not there.
+# Output is TAP (ktap_helpers.sh).
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
 kvab=$top/tools/kvab
@@ -89,5 +92,36 @@ printf -- '--- a/kv-sched.c\n+++ b/kv-sched.c\n@@ -1,1 +1,1 @@\n-no such line\n+
 rc=$?
 ktap_check "a patch that does not apply: nonzero exit, said so, no module" \
 	sh -c "[ $rc != 0 ] && grep -q 'does not apply' '$tmp/err' && [ ! -s '$tmp/out' ]"
+
+# -p: mq-deadline and kvbatch, one short run each on the cost row.
+"$kvab" -p -k "$krel" -r 1 -t 2 -w cost > "$tmp/prof" 2> "$tmp/err"
+rc=$?
+ktap_diag < "$tmp/prof"
+# col LABEL N: the N-th number on the first report line that starts with
+# LABEL (the totals come before the functions).
+# shellcheck disable=SC2317
+col() {
+	awk -v l="$1" -v n="$2" 'index($0, l) == 1 {
+		split(substr($0, length(l) + 1), f); print f[n]; exit }' "$tmp/prof"
+}
+# shellcheck disable=SC2317
+prof_ok() {
+	[ "$rc" = 0 ] && grep -q '^== cost: guest instructions per request ==' "$tmp/prof" &&
+	[ "$(col requests 1)" -gt 1000 ] && [ "$(col requests 2)" -gt 1000 ] &&
+	[ "$(col kernel 1)" -gt 1000 ] && [ "$(col kernel 2)" -gt 1000 ] &&
+	[ "$(col "the scheduler's own functions" 1)" -gt 50 ] &&
+	[ "$(col "the scheduler's own functions" 2)" -gt 50 ] &&
+	awk -v a="$(col 'dd_insert_requests' 1)" -v b="$(col 'dd_insert_requests' 2)" \
+		'BEGIN { exit !(a > 0 && b == 0) }' &&
+	awk -v a="$(col 'kvb_insert_requests [kvbatch]' 1)" \
+		-v b="$(col 'kvb_insert_requests [kvbatch]' 2)" \
+		'BEGIN { exit !(a == 0 && b > 0) }'
+}
+ktap_check "-p counts instructions per request, each scheduler's own under it alone" prof_ok
+
+"$top/tools/kvvm" -k "$krel" --plugin "$tmp/nosuch.so" -- true > /dev/null 2> "$tmp/err"
+rc=$?
+ktap_check "kvvm --plugin with no such file: exit 2, said so" \
+	sh -c "[ $rc = 2 ] && grep -q 'no plugin file' '$tmp/err'"
 
 ktap_finished

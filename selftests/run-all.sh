@@ -10,8 +10,8 @@
 #      (selftests/kvsim_cli.sh) and its page in headless Chromium
 #      (selftests/kvsim_browser.sh); kvbench --trace and kvtracegen on a
 #      regular file (selftests/kvtrace_cli.sh); tools/kvbatch-stat on
-#      fixture files (selftests/kvstat_cli.sh); tools/kvab's arguments and
-#      variant builds (selftests/kvab_cli.sh);
+#      fixture files (selftests/kvstat_cli.sh); tools/kvab's arguments,
+#      variant builds and instruction counts (selftests/kvab_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
 #      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
 #      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
@@ -132,7 +132,7 @@ tap_points "kvbatch-stat: " "$log" '^(not )?ok [0-9]+ '
 grep '^# ' "$log" | ktap_diag
 grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvbatch-stat host test ran"
 
-# --- tools/kvab: arguments and variant builds (host) -----------------------
+# --- tools/kvab: arguments, variant builds, instruction counts -------------
 log=$logdir/kvab-cli.log
 selftests/kvab_cli.sh > "$log" 2>&1
 tap_points "kvab: " "$log" '^(not )?ok [0-9]+ '
