@@ -187,7 +187,11 @@ static void kvp_heap_fix(struct kvp_heap *h, struct kvp_batch *b)
 {
 	int i = b->heap_pos[h->which];
 
-	if (i < 0)
+	/*
+	 * A lone batch is in order: the common case of a device with one
+	 * stream, whose every insert and dispatch moves the batch's head.
+	 */
+	if (i < 0 || h->n == 1)
 		return;
 	kvp_heap_up(h, i);
 	kvp_heap_down(h, b->heap_pos[h->which]);
