@@ -25,6 +25,8 @@ host_begin
 # vmlinux does not start through the PVH entry under this QEMU (QEMU exits
 # at once, with no output), so the bzImage is booted.
 export KVVM_PVH=0
+# Its guests get 2 hours and 3 GiB (guest_run()).
+KVVM_OPTS="-t 7200 -m 3072"
 make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
 	{ ktap_diag < "$logdir/tools.log"; ktap_test_fail "tools and selftest helpers build"; }
 # The selftests that remove scsi_debug's disk (see below).
@@ -67,10 +69,9 @@ for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
 		esac
 	done
 	# shellcheck disable=SC2086
-	[ -z "$rest" ] || KVVM_OPTS="-t 7200 -m 3072" guest_run "$k" $rest
+	[ -z "$rest" ] || guest_run "$k" $rest
 	# shellcheck disable=SC2086
-	[ -z "$alone" ] || KVB_BOOT=scsi KVVM_OPTS="-t 7200 -m 3072" \
-		guest_run "$k" $alone
+	[ -z "$alone" ] || KVB_BOOT=scsi guest_run "$k" $alone
 done
 
 host_end
