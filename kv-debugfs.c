@@ -166,6 +166,7 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "writes_deferred %llu\n", cs.deferred);
 	seq_printf(m, "write_bursts %llu\n", cs.bursts);
 	seq_printf(m, "throttled %llu\n", cs.throttled);
+	seq_printf(m, "direct %llu\n", cs.direct);
 	seq_printf(m, "batches_live %u\n", cs.live);
 	seq_printf(m, "batches_live_max %u\n", cs.live_max);
 	return 0;

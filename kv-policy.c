@@ -519,6 +519,18 @@ void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
 	kvp_set_head(ps, b, head_ns);
 }
 
+void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes)
+{
+	kvp_count(ps, b, 0, 1);
+	b->nr_rqs++;
+	b->bytes += bytes;
+	/* As kvp_share_account() would: no tier is queued, none is owed. */
+	memset(ps->credit, 0, sizeof(ps->credit));
+	ps->stats.direct++;
+	ps->stats.dispatched[kvp_direct_why(b->tier)]++;
+	ps->stats.dispatched_tier[b->tier]++;
+}
+
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 {
 	kvp_count(ps, b, 1, -1);

@@ -71,6 +71,7 @@ struct kvp_stats {
 	u64	deferred;		/* writes queued for deferral */
 	u64	bursts;			/* write bursts started */
 	u64	throttled;		/* choices held back by max_inflight */
+	u64	direct;			/* dispatched on arrival (kvp_rq_direct) */
 	u64	batch_ns_sum[KVB_NR_BATCH_TIERS];
 	u64	batch_ns_max[KVB_NR_BATCH_TIERS];
 	u64	batch_rqs_sum[KVB_NR_BATCH_TIERS];	/* requests of closed batches */
@@ -265,6 +266,36 @@ void kvp_batch_head_changed(struct kvp_sched *ps, struct kvp_batch *b,
  * estimated limit there, the simulator the device queue depth.
  */
 void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
+
+/*
+ * Dispatch on arrival. When nothing is queued (no deferred write either)
+ * and max_inflight has room, a new request of the demand, normal or
+ * prefetch tier is what kvp_choose() would pick next whatever its batch:
+ * the host may then hand it to the device directly, past the queues and
+ * the heaps, if nothing else it holds is waiting to go first, and report
+ * it with kvp_rq_direct() instead of kvp_rq_queued() and
+ * kvp_rq_dispatched(). Writes never go this way: they may be deferred.
+ */
+static inline bool kvp_may_direct(const struct kvp_sched *ps,
+				  enum kvb_tier tier)
+{
+	return tier != KVB_TIER_WRITE && !ps->queued &&
+	       (!ps->p.max_inflight || ps->inflight < ps->p.max_inflight);
+}
+
+/* The reason kvp_choose() gives a lone request of @tier (not WRITE). */
+static inline enum kvb_reason kvp_direct_why(enum kvb_tier tier)
+{
+	if (tier == KVB_TIER_DEMAND)
+		return KVB_WHY_TAIL;
+	return tier == KVB_TIER_NORMAL ? KVB_WHY_NORMAL : KVB_WHY_PREFETCH;
+}
+
+/*
+ * A request of @b, of @bytes, dispatched on arrival: counted in flight at
+ * once, so that @b stays open until it completes.
+ */
+void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes);
 
 /* What to dispatch next. The host must dispatch what it is told. */
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);

@@ -84,6 +84,8 @@ enum {
 	KVB_RQ_DEFERRED		= 1UL << 3,
 	/* Its bytes were added to its batch (at first dispatch). */
 	KVB_RQ_COUNTED		= 1UL << 4,
+	/* On the dispatch list, counted in flight (kvb_insert_direct()). */
+	KVB_RQ_DIRECT		= 1UL << 5,
 };
 
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
@@ -366,6 +368,14 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 		list_del_init(&rq->queuelist);
 		return;
 	}
+	state = kvb_rq_state(rq);
+	if (state & KVB_RQ_DIRECT) {
+		/* Counted in flight when it was inserted. */
+		list_del_init(&rq->queuelist);
+		kvb_rq_set_state(rq, state & ~KVB_RQ_DIRECT);
+		kd->stats.dispatched++;
+		return;
+	}
 
 	kvb_remove_request(kd, rq);
 	state = kvb_rq_state(rq);
@@ -474,6 +484,11 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
+	if (rq && !kvb_rq_bypass(rq) && (kvb_rq_state(rq) & KVB_RQ_DIRECT)) {
+		pick.kind = KVP_PICK_BATCH;
+		pick.batch = kvb_rq_batch(rq);
+		pick.why = kvp_direct_why(pick.batch->tier);
+	}
 	if (!rq)
 		rq = kvb_pick_request(kd, &pick, now);
 	if (!rq && kvb_hold(kd))
@@ -556,6 +571,39 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
 	return kvb_tier(req_get_ioprio(rq), rq->cmd_flags);
 }
 
+/*
+ * Nothing waits in kvbatch and max_inflight has room, so @rq is what the
+ * policy would pick next (kvp_may_direct()): it goes to the dispatch list
+ * as it arrives, counted in flight, past the sort trees, the merge hash
+ * and the heaps, which it would leave again at the next dispatch. On a
+ * device deep enough to take every request that is every request, and
+ * kvbatch then costs little more than a FIFO. Only one such request waits
+ * at a time: the next arrival finds the dispatch list busy and is queued,
+ * so a request that arrives before the device takes this one is still
+ * ordered against everything after it. A request on the dispatch list is
+ * no merge target; in the queues it would not have been one for long.
+ */
+static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
+			      unsigned long state, u64 now)
+{
+	enum kvb_tier tier = kvb_rq_tier(rq);
+	struct kvp_batch *b;
+
+	lockdep_assert_held(&kd->lock);
+
+	if (!list_empty(&kd->dispatch) || !kvp_may_direct(kd->ps, tier))
+		return false;
+	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
+	rq->elv.priv[1] = b;
+	kvb_rq_set_state(rq, state | KVB_RQ_DIRECT | KVB_RQ_INFLIGHT |
+			 KVB_RQ_COUNTED);
+	list_add_tail(&rq->queuelist, &kd->dispatch);
+	kd->inflight++;
+	kvp_rq_direct(kd->ps, b, blk_rq_bytes(rq));
+	kvp_depth_dispatched(&kd->depth, kd->ps->inflight, now);
+	return true;
+}
+
 /* Queue a scheduled request in its batch. */
 static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 			      u64 now)
@@ -594,6 +642,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	struct request_queue *q = rq->q;
 	struct kvp_batch *b;
 	unsigned long state;
+	bool first;
 
 	lockdep_assert_held(&kd->lock);
 
@@ -652,9 +701,6 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 
 	trace_block_rq_insert(rq);
 
-	kvb_rq_set_state(rq, state | KVB_RQ_QUEUED);
-	kd->nr_queued++;
-
 	/*
 	 * At-head inserts are the block layer's own (requeues of requests
 	 * that must go first). Writes in a flush sequence are never held:
@@ -664,8 +710,14 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	 * flush waits while it is held. (6.1 never hands such writes to an
 	 * elevator.) A FUA write the device executes keeps REQ_FUA.
 	 */
-	if (at_head || (rq->cmd_flags & REQ_FUA) ||
-	    (rq->rq_flags & RQF_FLUSH_SEQ)) {
+	first = at_head || (rq->cmd_flags & REQ_FUA) ||
+		(rq->rq_flags & RQF_FLUSH_SEQ);
+	if (!first && kvb_insert_direct(kd, rq, state, now))
+		return;
+
+	kvb_rq_set_state(rq, state | KVB_RQ_QUEUED);
+	kd->nr_queued++;
+	if (first) {
 		if (at_head)
 			list_add(&rq->queuelist, &kd->dispatch);
 		else

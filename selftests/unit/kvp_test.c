@@ -1375,6 +1375,113 @@ static bool test_merge_burst(void)
 }
 
 /*
+ * Dispatch on arrival (kvp_may_direct(), kvp_rq_direct()): only into an
+ * empty scheduler with room under max_inflight, never a write; a request
+ * so dispatched keeps its batch open until it completes and counts in the
+ * batch's remaining work when the batch queues more; its reason is the
+ * one kvp_choose() gives a lone request of its tier.
+ */
+static bool test_direct(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq a = { .arrival = 30 }, b = { .arrival = 31 };
+	struct mini_rq w = { .arrival = 60, .sector = 8 };
+	struct kvp_batch *da, *db, *nb;
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	enum kvb_tier t;
+	void *mem;
+
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	p.max_inflight = 2;
+	ps->p = p;
+
+	/* Each tier's reason is what kvp_choose() says of a lone request. */
+	for (t = KVB_TIER_DEMAND; t < KVB_NR_BATCH_TIERS; t++) {
+		struct mini_rq m = { .arrival = 1 };
+
+		nb = kvp_get_batch(ps, 9, t, 1);
+		mini_queue(ps, nb, &m);
+		pick = kvp_choose(ps, 1);
+		EXPECT(pick.kind == KVP_PICK_BATCH &&
+		       pick.why == kvp_direct_why(t),
+		       "%s: lone request picked for %s, direct says %s",
+		       kvb_tier_names[t], kvb_reason_names[pick.why],
+		       kvb_reason_names[kvp_direct_why(t)]);
+		list_del_init(&m.node);
+		kvp_rq_dispatched(ps, nb, 0, 4096);
+		kvp_rq_completed(ps, nb, 2);
+	}
+	EXPECT(!ps->queued && !ps->inflight, "not idle after the lone picks");
+	kvp_stats_reset(ps);
+
+	EXPECT(!kvp_may_direct(ps, KVB_TIER_WRITE), "a write went direct");
+	EXPECT(kvp_may_direct(ps, KVB_TIER_DEMAND), "empty, yet not direct");
+
+	/* Two recall reads of batch 7 go to the device on arrival. */
+	da = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 10);
+	kvp_rq_direct(ps, da, 4096);
+	EXPECT(kvp_may_direct(ps, KVB_TIER_NORMAL), "room left, not direct");
+	kvp_rq_direct(ps, kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 11), 4096);
+	EXPECT(ps->inflight == 2 && da->inflight == 2 && !ps->queued,
+	       "in flight %u (batch %u), queued %u", ps->inflight,
+	       da->inflight, ps->queued);
+	EXPECT(ps->stats.direct == 2 &&
+	       ps->stats.dispatched[KVB_WHY_TAIL] == 2 &&
+	       ps->stats.dispatched_tier[KVB_TIER_DEMAND] == 2,
+	       "counted direct %llu, tail %llu",
+	       (unsigned long long)ps->stats.direct,
+	       (unsigned long long)ps->stats.dispatched[KVB_WHY_TAIL]);
+	EXPECT(!kvp_may_direct(ps, KVB_TIER_DEMAND),
+	       "direct past max_inflight");
+
+	/*
+	 * Batch 7 queues one more, batch 8 one: 8 has less work left (1
+	 * against 7's 3) and goes first once the limit has room.
+	 */
+	mini_queue(ps, kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 30), &a);
+	db = kvp_get_batch(ps, 8, KVB_TIER_DEMAND, 31);
+	mini_queue(ps, db, &b);
+	EXPECT(!kvp_may_direct(ps, KVB_TIER_DEMAND), "direct past a queue");
+	kvp_rq_completed(ps, da, 40);
+	EXPECT(da->state == KVP_BATCH_OPEN, "batch closed with work left");
+	pick = kvp_choose(ps, 41);
+	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == db,
+	       "picked batch %llu, not the one with least work",
+	       pick.batch ? (unsigned long long)pick.batch->key : 0ULL);
+	list_del_init(&b.node);
+	kvp_rq_dispatched(ps, db, 0, 4096);
+	kvp_rq_completed(ps, db, 42);
+
+	pick = kvp_choose(ps, 43);
+	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == da, "7 not next");
+	list_del_init(&a.node);
+	kvp_rq_dispatched(ps, da, 0, 4096);
+
+	/* A deferred write waiting keeps reads off the direct path. */
+	mini_queue(ps, ps->wq, &w);
+	EXPECT(!kvp_may_direct(ps, KVB_TIER_NORMAL),
+	       "direct past a deferred write");
+	list_del_init(&w.node);
+	kvp_rq_unqueued(ps, ps->wq, 0, 61);
+
+	/* Batch 7 closes with its last completion: 3 requests, 12 KiB. */
+	kvp_rq_completed(ps, da, 70);
+	kvp_rq_completed(ps, da, 71);
+	EXPECT(!ps->queued && !ps->inflight, "not idle at the end");
+	EXPECT(ps->stats.closed[KVB_TIER_DEMAND] == 2 &&
+	       ps->stats.batch_rqs_sum[KVB_TIER_DEMAND] == 4 &&
+	       ps->stats.batch_bytes_sum[KVB_TIER_DEMAND] == 4 * 4096,
+	       "closed %llu batches of %llu requests, %llu bytes",
+	       (unsigned long long)ps->stats.closed[KVB_TIER_DEMAND],
+	       (unsigned long long)ps->stats.batch_rqs_sum[KVB_TIER_DEMAND],
+	       (unsigned long long)ps->stats.batch_bytes_sum[KVB_TIER_DEMAND]);
+	free(mem);
+	return true;
+}
+
+/*
  * A queued request of batch Y receives the oldest request of batch X by a
  * merge (the host moves it to Y's head with X's arrival time). Y's age
  * must follow: it expires, and goes first, when X's request would have.
@@ -1781,6 +1888,7 @@ TAP_MAIN(
 	  "write merged away mid-burst keeps later writes deferred" },
 	{ test_merge_head,
 	  "a batch receiving older data by a merge ages from it" },
+	{ test_direct, "dispatch on arrival: when, and what it counts" },
 	{ test_tiers, "tier of each ioprio class and direction" },
 	{ test_share, "normal and prefetch shares under a demand backlog" },
 	{ test_defer_max_and_hold,
