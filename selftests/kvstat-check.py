@@ -39,6 +39,7 @@ PLAIN = {
     "kvbatch_writes_deferred_total": "writes_deferred",
     "kvbatch_write_bursts_total": "write_bursts",
     "kvbatch_throttled_total": "throttled",
+    "kvbatch_direct_dispatches_total": "direct",
     "kvbatch_queued_requests": "queued",
     "kvbatch_inflight_requests": "inflight",
     "kvbatch_live_batches": "batches_live",

@@ -49,7 +49,7 @@ for t in demand normal prefetch; do
 	done
 done
 keys="$keys dispatched_demand dispatched_normal dispatched_prefetch
-dispatched_write writes_deferred write_bursts throttled
+dispatched_write writes_deferred write_bursts throttled direct
 batches_live batches_live_max"
 
 # disk NAME SCHED: a disk in the fake sysfs with SCHED selected.
@@ -126,6 +126,7 @@ dispatched_write           190     254
 writes_deferred            200     270
 write_bursts               12      16
 throttled                  77      88
+direct                     600     900
 batches_live               3       4
 batches_live_max           9       9
 "
