@@ -272,9 +272,10 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
  * and max_inflight has room, a new request of the demand, normal or
  * prefetch tier is what kvp_choose() would pick next whatever its batch:
  * the host may then hand it to the device directly, past the queues and
- * the heaps, if nothing else it holds is waiting to go first, and report
- * it with kvp_rq_direct() instead of kvp_rq_queued() and
- * kvp_rq_dispatched(). Writes never go this way: they may be deferred.
+ * the heaps, and report it with kvp_rq_direct() instead of
+ * kvp_rq_queued() and kvp_rq_dispatched(). It counts in flight from then
+ * on, so max_inflight bounds such requests as it bounds the device.
+ * Writes never go this way: they may be deferred.
  */
 static inline bool kvp_may_direct(const struct kvp_sched *ps,
 				  enum kvb_tier tier)

@@ -479,8 +479,12 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	unsigned long flags;
 	u64 now;
 
-	/* Before the lock: no clock read, or a slow one, inside it. */
-	now = kvb_now();
+	/*
+	 * Only a choice needs the time. Read it before the lock (a clock
+	 * read may be slow), unless the dispatch list has a request to
+	 * take: on a device that keeps up, a request dispatched on arrival.
+	 */
+	now = list_empty_careful(&kd->dispatch) ? kvb_now() : 0;
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
@@ -489,8 +493,12 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		pick.batch = kvb_rq_batch(rq);
 		pick.why = kvp_direct_why(pick.batch->tier);
 	}
-	if (!rq)
+	if (!rq) {
+		/* Taken by another dispatch since the look. */
+		if (!now)
+			now = kvb_now();
 		rq = kvb_pick_request(kd, &pick, now);
+	}
 	if (!rq && kvb_hold(kd))
 		rq = kvb_pick_request(kd, &pick, now);
 	if (rq) {
@@ -576,12 +584,13 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
  * policy would pick next (kvp_may_direct()): it goes to the dispatch list
  * as it arrives, counted in flight, past the sort trees, the merge hash
  * and the heaps, which it would leave again at the next dispatch. On a
- * device deep enough to take every request that is every request, and
- * kvbatch then costs little more than a FIFO. Only one such request waits
- * at a time: the next arrival finds the dispatch list busy and is queued,
- * so a request that arrives before the device takes this one is still
- * ordered against everything after it. A request on the dispatch list is
- * no merge target; in the queues it would not have been one for long.
+ * device deep enough for its load that is nearly every request, and
+ * kvbatch then costs little more than a FIFO. Requests so dispatched count
+ * against max_inflight from their arrival, so once the limit is full the
+ * next arrival is queued, and from then on every arrival until the queue
+ * has drained: what waits for the device is ordered as before. A request
+ * on the dispatch list is no merge target; in the queues it would not
+ * have been one for long.
  */
 static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 			      unsigned long state, u64 now)
@@ -591,7 +600,7 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 
 	lockdep_assert_held(&kd->lock);
 
-	if (!list_empty(&kd->dispatch) || !kvp_may_direct(kd->ps, tier))
+	if (!kvp_may_direct(kd->ps, tier))
 		return false;
 	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
 	rq->elv.priv[1] = b;
