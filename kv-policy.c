@@ -401,8 +401,17 @@ struct kvp_sched *kvp_init(void *mem, u32 nr_batches)
 struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 				enum kvb_tier tier, u64 now)
 {
+	struct kvp_tier *demand = &ps->tier[KVB_TIER_DEMAND];
 	struct kvp_batch *b;
 
+	if (tier == KVB_TIER_DEMAND) {
+		ps->demand_ns = now;
+		WRITE_ONCE(ps->demand_about, true);
+	} else if (ps->demand_about && !demand->queued && !demand->inflight &&
+		   now > ps->demand_ns &&
+		   now - ps->demand_ns > KVP_DEMAND_LINGER_NS) {
+		WRITE_ONCE(ps->demand_about, false);
+	}
 	if (tier == KVB_TIER_WRITE)
 		return ps->wq;
 	kvp_reap(ps, now);

@@ -58,6 +58,11 @@ struct kvp_params {
 	u32	write_batch;
 	u32	write_defer_max;
 	u32	max_inflight;		/* 0: no limit */
+	/*
+	 * max_inflight is the depth controller's (the tunable is 0): it
+	 * applies only while demand is about (kvp_limited()).
+	 */
+	bool	limit_auto;
 	/* Minimum share of dispatches, in percent, while backlogged. */
 	u32	share_pct[KVB_NR_BATCH_TIERS];
 };
@@ -118,6 +123,9 @@ struct kvp_sched {
 	struct list_head	live;
 
 	u32			seq;
+	/* The last demand arrival, and whether demand is about. */
+	u64			demand_ns;
+	bool			demand_about;
 	u32			queued;		/* all tiers */
 	u32			inflight;	/* all tiers */
 	u32			burst_left;	/* writes left in this burst */
@@ -268,6 +276,30 @@ void kvp_batch_head_changed(struct kvp_sched *ps, struct kvp_batch *b,
 void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
 
 /*
+ * Demand is about from a demand request's arrival until KVP_DEMAND_LINGER_NS
+ * after the last one, once none is pending. An automatic max_inflight
+ * holds only then: it keeps the device's queue short so that a recall's
+ * tail is not behind it, and with no recall about a short device queue
+ * only costs the host a queue of its own. The linger is longer than the
+ * gaps between a serving engine's recalls, so under recall traffic the
+ * limit stays in force.
+ */
+#define KVP_DEMAND_LINGER_NS	(1000ULL * 1000 * 1000)
+
+/* Is max_inflight in force? */
+static inline bool kvp_limited(const struct kvp_sched *ps)
+{
+	return ps->p.max_inflight &&
+	       (!ps->p.limit_auto || READ_ONCE(ps->demand_about));
+}
+
+/* True while max_inflight is in force and that many are in the device. */
+static inline bool kvp_throttled(const struct kvp_sched *ps)
+{
+	return kvp_limited(ps) && ps->inflight >= ps->p.max_inflight;
+}
+
+/*
  * Dispatch on arrival. When nothing is queued (no deferred write either)
  * and max_inflight has room, a new request of the demand, normal or
  * prefetch tier is what kvp_choose() would pick next whatever its batch:
@@ -280,8 +312,7 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
 static inline bool kvp_may_direct(const struct kvp_sched *ps,
 				  enum kvb_tier tier)
 {
-	return tier != KVB_TIER_WRITE && !ps->queued &&
-	       (!ps->p.max_inflight || ps->inflight < ps->p.max_inflight);
+	return tier != KVB_TIER_WRITE && !ps->queued && !kvp_throttled(ps);
 }
 
 /* The reason kvp_choose() gives a lone request of @tier (not WRITE). */
@@ -310,11 +341,6 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);
  */
 bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until);
 
-/* True while max_inflight requests are in the device. */
-static inline bool kvp_throttled(const struct kvp_sched *ps)
-{
-	return ps->p.max_inflight && ps->inflight >= ps->p.max_inflight;
-}
 
 static inline u32 kvp_pending(const struct kvp_batch *b)
 {

@@ -1482,6 +1482,60 @@ static bool test_direct(void)
 }
 
 /*
+ * An automatic max_inflight is in force only while demand is about: from
+ * a demand arrival until KVP_DEMAND_LINGER_NS after the last one, once
+ * none is pending. A max_inflight set by hand always is.
+ */
+static bool test_limit_demand(void)
+{
+	struct kvp_params p = default_params();
+	struct kvp_batch *nb, *db;
+	struct kvp_sched *ps;
+	u64 t = 10 * MS;
+	void *mem;
+	int i;
+
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	p.max_inflight = 2;
+	p.limit_auto = true;
+	ps->p = p;
+
+	/* Foreign reads alone: the limit does not hold them. */
+	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t);
+	for (i = 0; i < 4; i++) {
+		EXPECT(kvp_may_direct(ps, KVB_TIER_NORMAL) &&
+		       !kvp_throttled(ps), "no demand about, yet held at %u in flight",
+		       ps->inflight);
+		kvp_rq_direct(ps, nb, 4096);
+	}
+
+	/* A recall arrives: the limit holds from now on. */
+	db = kvp_get_batch(ps, 2, KVB_TIER_DEMAND, t + 1);
+	EXPECT(kvp_throttled(ps) && !kvp_may_direct(ps, KVB_TIER_DEMAND),
+	       "demand about, %u in flight, limit 2: not held", ps->inflight);
+	for (i = 0; i < 4; i++)
+		kvp_rq_completed(ps, nb, t + 2);
+	kvp_rq_direct(ps, db, 4096);
+	kvp_rq_completed(ps, db, t + 3);
+
+	/* Within the linger after it, still in force... */
+	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t + KVP_DEMAND_LINGER_NS);
+	kvp_rq_direct(ps, nb, 4096);
+	kvp_rq_direct(ps, nb, 4096);
+	EXPECT(kvp_throttled(ps), "limit lifted inside the linger");
+	/* ...and lifted by the first arrival past it. */
+	kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t + 2 + KVP_DEMAND_LINGER_NS);
+	EXPECT(!kvp_throttled(ps), "limit still held past the linger");
+
+	/* Set by hand, it holds without demand. */
+	ps->p.limit_auto = false;
+	EXPECT(kvp_throttled(ps), "a max_inflight set by hand not in force");
+	free(mem);
+	return true;
+}
+
+/*
  * A queued request of batch Y receives the oldest request of batch X by a
  * merge (the host moves it to Y's head with X's arrival time). Y's age
  * must follow: it expires, and goes first, when X's request would have.
@@ -1889,6 +1943,8 @@ TAP_MAIN(
 	{ test_merge_head,
 	  "a batch receiving older data by a merge ages from it" },
 	{ test_direct, "dispatch on arrival: when, and what it counts" },
+	{ test_limit_demand,
+	  "automatic max_inflight in force only while demand is about" },
 	{ test_tiers, "tier of each ioprio class and direction" },
 	{ test_share, "normal and prefetch shares under a demand backlog" },
 	{ test_defer_max_and_hold,

@@ -23,6 +23,10 @@ typedef int32_t s32;
 #define NSEC_PER_MSEC	1000000ULL
 #define NSEC_PER_SEC	1000000000ULL
 
+/* Single-threaded here: a plain access through a volatile lvalue. */
+#define READ_ONCE(x)		(*(const volatile __typeof__(x) *)&(x))
+#define WRITE_ONCE(x, v)	(*(volatile __typeof__(x) *)&(x) = (v))
+
 static inline u64 div64_u64(u64 dividend, u64 divisor)
 {
 	return dividend / divisor;

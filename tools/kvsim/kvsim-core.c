@@ -317,6 +317,7 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		if (cfg->auto_depth) {
 			kvp_depth_init(&s->depth, cfg->qdepth);
 			s->ps->p.max_inflight = s->depth.limit;
+			s->ps->p.limit_auto = true;
 		}
 	}
 	return 0;
