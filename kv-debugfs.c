@@ -203,6 +203,7 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	seq_printf(m, "auto_restarts %llu\n", kd->depth.restarts);
 	seq_printf(m, "inflight %u\n", kd->ps->inflight);
 	seq_printf(m, "held %d\n", kd->held);
+	seq_printf(m, "demand_about %d\n", kd->ps->demand_about);
 	spin_unlock_irq(&kd->lock);
 	return 0;
 }
