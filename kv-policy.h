@@ -60,9 +60,11 @@ struct kvp_params {
 	u32	max_inflight;		/* 0: no limit */
 	/*
 	 * max_inflight is the depth controller's (the tunable is 0): it
-	 * applies only while demand is about (kvp_limited()).
+	 * applies only while demand is about, and limit_ceiling (what the
+	 * device holds; 0: no limit) otherwise (kvp_limit()).
 	 */
 	bool	limit_auto;
+	u32	limit_ceiling;
 	/* Minimum share of dispatches, in percent, while backlogged. */
 	u32	share_pct[KVB_NR_BATCH_TIERS];
 };
@@ -280,23 +282,28 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
  * after the last one, once none is pending. An automatic max_inflight
  * holds only then: it keeps the device's queue short so that a recall's
  * tail is not behind it, and with no recall about a short device queue
- * only costs the host a queue of its own. The linger is longer than the
+ * only costs the host a queue of its own. Otherwise the limit is what the
+ * device holds (limit_ceiling), so that what it cannot take still waits
+ * in kvbatch, in order and open to merges. The linger is longer than the
  * gaps between a serving engine's recalls, so under recall traffic the
- * limit stays in force.
+ * automatic limit stays in force.
  */
 #define KVP_DEMAND_LINGER_NS	(1000ULL * 1000 * 1000)
 
-/* Is max_inflight in force? */
-static inline bool kvp_limited(const struct kvp_sched *ps)
+/* The limit on requests in flight now; 0: none. */
+static inline u32 kvp_limit(const struct kvp_sched *ps)
 {
-	return ps->p.max_inflight &&
-	       (!ps->p.limit_auto || READ_ONCE(ps->demand_about));
+	if (ps->p.limit_auto && !READ_ONCE(ps->demand_about))
+		return ps->p.limit_ceiling;
+	return ps->p.max_inflight;
 }
 
-/* True while max_inflight is in force and that many are in the device. */
+/* True while the limit in force is full. */
 static inline bool kvp_throttled(const struct kvp_sched *ps)
 {
-	return kvp_limited(ps) && ps->inflight >= ps->p.max_inflight;
+	u32 limit = kvp_limit(ps);
+
+	return limit && ps->inflight >= limit;
 }
 
 /*

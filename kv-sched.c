@@ -177,6 +177,7 @@ static void kvb_apply_params(struct kvb_data *kd)
 	if (!p->max_inflight) {
 		p->max_inflight = kd->depth.limit;
 		p->limit_auto = true;
+		p->limit_ceiling = kd->depth.max;
 	}
 	/*
 	 * Deferred writes hold tags of async_depth, the share every write
@@ -532,7 +533,7 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
 	struct kvp_sched *ps = kd->ps;
-	u32 limit = kvp_limited(ps) ? READ_ONCE(ps->p.max_inflight) : 0;
+	u32 limit = kvp_limit(ps);
 	u64 until;
 
 	if (!list_empty_careful(&kd->dispatch))
@@ -810,8 +811,7 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 	smp_mb__after_atomic();
 	inflight = kvb_inflight(kd);
 	if (READ_ONCE(kd->held)) {
-		limit = kvp_limited(kd->ps) ?
-			READ_ONCE(kd->ps->p.max_inflight) : 0;
+		limit = kvp_limit(kd->ps);
 		return !limit || inflight + kvb_kick_batch(limit) <= limit;
 	}
 	return !inflight && !READ_ONCE(kd->ps->queued);
@@ -884,7 +884,7 @@ static void kvb_finish_request(struct request *rq)
 		 * hold always ends. Also run it when the last demand request
 		 * is done while writes wait.
 		 */
-		limit = kvp_limited(ps) ? ps->p.max_inflight : 0;
+		limit = kvp_limit(ps);
 		if (kd->held && (!ps->queued || !limit ||
 				 ps->inflight + kvb_kick_batch(limit) <= limit)) {
 			WRITE_ONCE(kd->held, false);
