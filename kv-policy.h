@@ -348,7 +348,6 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);
  */
 bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until);
 
-
 static inline u32 kvp_pending(const struct kvp_batch *b)
 {
 	return b->queued + b->inflight;
