@@ -308,12 +308,12 @@ static inline bool kvp_throttled(const struct kvp_sched *ps)
 
 /*
  * Dispatch on arrival. When nothing is queued (no deferred write either)
- * and max_inflight has room, a new request of the demand, normal or
+ * and the limit in force has room, a new request of the demand, normal or
  * prefetch tier is what kvp_choose() would pick next whatever its batch:
  * the host may then hand it to the device directly, past the queues and
  * the heaps, and report it with kvp_rq_direct() instead of
  * kvp_rq_queued() and kvp_rq_dispatched(). It counts in flight from then
- * on, so max_inflight bounds such requests as it bounds the device.
+ * on, so the limit bounds such requests as it bounds the device.
  * Writes never go this way: they may be deferred.
  */
 static inline bool kvp_may_direct(const struct kvp_sched *ps,

@@ -583,17 +583,17 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
 }
 
 /*
- * Nothing waits in kvbatch and max_inflight has room, so @rq is what the
- * policy would pick next (kvp_may_direct()): it goes to the dispatch list
- * as it arrives, counted in flight, past the sort trees, the merge hash
- * and the heaps, which it would leave again at the next dispatch. On a
- * device deep enough for its load that is nearly every request, and
- * kvbatch then costs little more than a FIFO. Requests so dispatched count
- * against max_inflight from their arrival, so once the limit is full the
- * next arrival is queued, and from then on every arrival until the queue
- * has drained: what waits for the device is ordered as before. A request
- * on the dispatch list is no merge target; in the queues it would not
- * have been one for long.
+ * Nothing waits in kvbatch and the limit in force (kvp_limit()) has room,
+ * so @rq is what the policy would pick next (kvp_may_direct()): it goes to
+ * the dispatch list as it arrives, counted in flight, past the sort trees,
+ * the merge hash and the heaps, which it would leave again at the next
+ * dispatch. On a device deep enough for its load that is nearly every
+ * request, and kvbatch then costs little more than a FIFO. Requests so
+ * dispatched count against the limit from their arrival, so once it is
+ * full the next arrival is queued, and from then on every arrival until
+ * the queue has drained: what waits for the device is ordered as before.
+ * A request on the dispatch list is no merge target; in the queues it
+ * would not have been one for long.
  */
 static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 			      unsigned long state, u64 now)
