@@ -398,11 +398,11 @@ struct kvp_sched *kvp_init(void *mem, u32 nr_batches)
 	return ps;
 }
 
-struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
-				enum kvb_tier tier, u64 now)
+/* A request of @tier arrives: is demand about (kvp_limit())? */
+static void kvp_note_arrival(struct kvp_sched *ps, enum kvb_tier tier,
+			     u64 now)
 {
-	struct kvp_tier *demand = &ps->tier[KVB_TIER_DEMAND];
-	struct kvp_batch *b;
+	const struct kvp_tier *demand = &ps->tier[KVB_TIER_DEMAND];
 
 	if (tier == KVB_TIER_DEMAND) {
 		ps->demand_ns = now;
@@ -412,6 +412,14 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 		   now - ps->demand_ns > KVP_DEMAND_LINGER_NS) {
 		WRITE_ONCE(ps->demand_about, false);
 	}
+}
+
+struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
+				enum kvb_tier tier, u64 now)
+{
+	struct kvp_batch *b;
+
+	kvp_note_arrival(ps, tier, now);
 	if (tier == KVB_TIER_WRITE)
 		return ps->wq;
 	kvp_reap(ps, now);

@@ -214,7 +214,7 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
 				 kd->held && ps->queued))
 		return;
 	trace_kvbatch_depth(ps->dev, old, kd->depth.limit, kd->depth.base_ns);
-	if (!kvb_tun(kd, KVB_MAX_INFLIGHT))
+	if (ps->p.limit_auto)
 		ps->p.max_inflight = kd->depth.limit;
 }
 
@@ -351,6 +351,32 @@ static void kvb_remove_request(struct kvb_data *kd, struct request *rq)
 	}
 }
 
+/*
+ * Take @rq, first on the dispatch list, if it was dispatched on arrival
+ * (kvb_insert_direct(): counted in flight then), and say what the policy
+ * would have picked it as; false for any other request.
+ */
+static bool kvb_take_direct(struct kvb_data *kd, struct request *rq,
+			    struct kvp_pick *pick)
+{
+	unsigned long state;
+
+	lockdep_assert_held(&kd->lock);
+
+	if (kvb_rq_bypass(rq))
+		return false;
+	state = kvb_rq_state(rq);
+	if (!(state & KVB_RQ_DIRECT))
+		return false;
+	list_del_init(&rq->queuelist);
+	kvb_rq_set_state(rq, state & ~KVB_RQ_DIRECT);
+	kd->stats.dispatched++;
+	pick->kind = KVP_PICK_BATCH;
+	pick->batch = kvb_rq_batch(rq);
+	pick->why = kvp_direct_why(pick->batch->tier);
+	return true;
+}
+
 /* Hand @rq to the driver. */
 static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 			      u64 now)
@@ -369,14 +395,6 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 	 */
 	if (kvb_rq_bypass(rq)) {
 		list_del_init(&rq->queuelist);
-		return;
-	}
-	state = kvb_rq_state(rq);
-	if (state & KVB_RQ_DIRECT) {
-		/* Counted in flight when it was inserted. */
-		list_del_init(&rq->queuelist);
-		kvb_rq_set_state(rq, state & ~KVB_RQ_DIRECT);
-		kd->stats.dispatched++;
 		return;
 	}
 
@@ -480,6 +498,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	struct kvp_pick pick = { .kind = KVP_PICK_NONE };
 	struct request *rq;
 	unsigned long flags;
+	bool direct;
 	u64 now;
 
 	/*
@@ -491,11 +510,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
-	if (rq && !kvb_rq_bypass(rq) && (kvb_rq_state(rq) & KVB_RQ_DIRECT)) {
-		pick.kind = KVP_PICK_BATCH;
-		pick.batch = kvb_rq_batch(rq);
-		pick.why = kvp_direct_why(pick.batch->tier);
-	}
+	direct = rq && kvb_take_direct(kd, rq, &pick);
 	if (!rq) {
 		/* Taken by another dispatch since the look. */
 		if (!now)
@@ -505,7 +520,8 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	if (!rq && kvb_hold(kd))
 		rq = kvb_pick_request(kd, &pick, now);
 	if (rq) {
-		kvb_start_request(kd, rq, now);
+		if (!direct)
+			kvb_start_request(kd, rq, now);
 		kvb_hold(kd);
 	}
 	if (rq && pick.kind != KVP_PICK_NONE) {
@@ -596,9 +612,8 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
  * would not have been one for long.
  */
 static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
-			      unsigned long state, u64 now)
+			      enum kvb_tier tier, unsigned long state, u64 now)
 {
-	enum kvb_tier tier = kvb_rq_tier(rq);
 	struct kvp_batch *b;
 
 	lockdep_assert_held(&kd->lock);
@@ -616,18 +631,16 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 	return true;
 }
 
-/* Queue a scheduled request in its batch. */
+/* Queue a scheduled request of @tier in its batch. */
 static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
-			      u64 now)
+			      enum kvb_tier tier, u64 now)
 {
 	struct request_queue *q = rq->q;
 	unsigned long state = kvb_rq_state(rq);
-	enum kvb_tier tier;
 	struct kvp_batch *b;
 
 	lockdep_assert_held(&kd->lock);
 
-	tier = kvb_rq_tier(rq);
 	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
 	rq->elv.priv[1] = b;
 	if (tier == KVB_TIER_WRITE)
@@ -652,6 +665,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 			       bool at_head, struct list_head *free, u64 now)
 {
 	struct request_queue *q = rq->q;
+	enum kvb_tier tier;
 	struct kvp_batch *b;
 	unsigned long state;
 	bool first;
@@ -724,7 +738,8 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	 */
 	first = at_head || (rq->cmd_flags & REQ_FUA) ||
 		(rq->rq_flags & RQF_FLUSH_SEQ);
-	if (!first && kvb_insert_direct(kd, rq, state, now))
+	tier = kvb_rq_tier(rq);
+	if (!first && kvb_insert_direct(kd, rq, tier, state, now))
 		return;
 
 	kvb_rq_set_state(rq, state | KVB_RQ_QUEUED);
@@ -736,7 +751,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 			list_add_tail(&rq->queuelist, &kd->dispatch);
 		return;
 	}
-	kvb_queue_request(kd, rq, now);
+	kvb_queue_request(kd, rq, tier, now);
 }
 
 static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
