@@ -26,6 +26,7 @@
  * tier's overflow batch and are served like any other batch.
  */
 #ifdef __KERNEL__
+#include <linux/bitops.h>
 #include <linux/kernel.h>
 #include <linux/math64.h>
 #include <linux/string.h>
@@ -118,13 +119,9 @@ void kvp_stats_reset(struct kvp_sched *ps)
 
 unsigned int kvp_hist_bucket(u64 ns)
 {
-	u64 us = ns / 1000;
-	unsigned int b = 0;
+	/* Bucket b > 0 holds [2^(b-1), 2^b) us: the bit length of us. */
+	unsigned int b = fls64(ns / NSEC_PER_USEC);
 
-	while (us) {
-		b++;
-		us >>= 1;
-	}
 	return b < KVB_HIST_BUCKETS ? b : KVB_HIST_BUCKETS - 1;
 }
 

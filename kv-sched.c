@@ -241,14 +241,14 @@ static void kvb_arm_reap(struct kvb_data *kd)
 }
 
 /*
- * Apply the completions recorded without the lock. Each leaves the
- * undrained count before the core's in-flight count, so that a lockless
- * reader (kvb_inflight()) errs towards "busy" in between. That reader may
- * be a completion that has just recorded behind a CPU already passed here
- * and, seeing work in flight that is done, leaves its record to us: so
- * look again after our updates, until a look finds nothing (its record,
- * barrier, read; our updates, barrier, read: one of the two reads sees
- * the other's write).
+ * Apply the completions recorded without the lock. A CPU's records leave
+ * the undrained count, in one subtraction, before any of them leaves the
+ * core's in-flight count, so that a lockless reader (kvb_inflight()) errs
+ * towards "busy" in between. That reader may be a completion that has
+ * just recorded behind a CPU already passed here and, seeing work in
+ * flight that is done, leaves its record to us: so look again after our
+ * updates, until a look finds nothing (its record, barrier, read; our
+ * updates, barrier, read: one of the two reads sees the other's write).
  */
 void kvb_drain(struct kvb_data *kd)
 {
@@ -263,11 +263,10 @@ void kvb_drain(struct kvb_data *kd)
 
 			cpumask_clear_cpu(cpu, &kd->pcpu_mask);
 			spin_lock(&pc->lock);
-			for (i = 0; i < pc->n; i++) {
-				atomic_dec(&kd->undrained);
+			atomic_sub(pc->n, &kd->undrained);
+			for (i = 0; i < pc->n; i++)
 				kvb_complete_one(kd, pc->rec[i].b,
 						 pc->rec[i].now, pc->rec[i].lat);
-			}
 			pc->n = 0;
 			spin_unlock(&pc->lock);
 		}
