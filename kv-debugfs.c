@@ -45,7 +45,9 @@ static int kvb_dispatch_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct kvb_data *kd = kvb_debugfs_data(q);
+	struct blk_mq_hw_ctx *hctx;
 	struct request *rq;
+	unsigned long i;
 
 	if (!kd)
 		return -ENODEV;
@@ -54,6 +56,18 @@ static int kvb_dispatch_show(void *data, struct seq_file *m)
 	list_for_each_entry(rq, &kd->dispatch, queuelist)
 		__blk_mq_debugfs_rq_show(m, rq);
 	spin_unlock_irq(&kd->lock);
+
+	/* Dispatched on arrival, waiting for their context's dispatch. */
+	queue_for_each_hw_ctx(q, hctx, i) {
+		struct kvb_lane *lane = hctx->sched_data;
+
+		if (!lane)
+			continue;
+		spin_lock(&lane->lock);
+		list_for_each_entry(rq, &lane->rqs, queuelist)
+			__blk_mq_debugfs_rq_show(m, rq);
+		spin_unlock(&lane->lock);
+	}
 	return 0;
 }
 

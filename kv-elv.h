@@ -51,6 +51,19 @@ struct kvb_pcpu {
 	struct kvb_done		rec[KVB_DONE_RECS];
 };
 
+/*
+ * A hardware context's lane. A request dispatched on arrival
+ * (kvb_insert_direct()) is counted in flight under kvb_data.lock and then
+ * waits here, on the context it arrived on, for that context's next
+ * dispatch, which takes it under this lock alone: on a device that keeps
+ * up, no device-wide lock at dispatch. A leaf lock, never taken from
+ * interrupt context nor with kvb_data.lock held.
+ */
+struct kvb_lane {
+	spinlock_t		lock;	/* the context's inserts vs its dispatch */
+	struct list_head	rqs;
+};
+
 struct kvb_data {
 	/* Protects all of kvb_data and the core; irq-safe (see top). */
 	spinlock_t		lock;

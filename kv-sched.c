@@ -84,8 +84,6 @@ enum {
 	KVB_RQ_DEFERRED		= 1UL << 3,
 	/* Its bytes were added to its batch (at first dispatch). */
 	KVB_RQ_COUNTED		= 1UL << 4,
-	/* On the dispatch list, counted in flight (kvb_insert_direct()). */
-	KVB_RQ_DIRECT		= 1UL << 5,
 };
 
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
@@ -350,32 +348,6 @@ static void kvb_remove_request(struct kvb_data *kd, struct request *rq)
 	}
 }
 
-/*
- * Take @rq, first on the dispatch list, if it was dispatched on arrival
- * (kvb_insert_direct(): counted in flight then), and say what the policy
- * would have picked it as; false for any other request.
- */
-static bool kvb_take_direct(struct kvb_data *kd, struct request *rq,
-			    struct kvp_pick *pick)
-{
-	unsigned long state;
-
-	lockdep_assert_held(&kd->lock);
-
-	if (kvb_rq_bypass(rq))
-		return false;
-	state = kvb_rq_state(rq);
-	if (!(state & KVB_RQ_DIRECT))
-		return false;
-	list_del_init(&rq->queuelist);
-	kvb_rq_set_state(rq, state & ~KVB_RQ_DIRECT);
-	kd->stats.dispatched++;
-	pick->kind = KVP_PICK_BATCH;
-	pick->batch = kvb_rq_batch(rq);
-	pick->why = kvp_direct_why(pick->batch->tier);
-	return true;
-}
-
 /* Hand @rq to the driver. */
 static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 			      u64 now)
@@ -491,25 +463,50 @@ static bool kvb_hold(struct kvb_data *kd)
 	return !kvp_throttled(kd->ps);
 }
 
+/* The first request on @hctx's lane (kvb_insert_direct()), if any. */
+static struct request *kvb_lane_take(struct blk_mq_hw_ctx *hctx)
+{
+	struct kvb_lane *lane = hctx->sched_data;
+	struct request *rq;
+
+	if (list_empty_careful(&lane->rqs))
+		return NULL;
+	spin_lock(&lane->lock);
+	rq = list_first_entry_or_null(&lane->rqs, struct request, queuelist);
+	if (rq)
+		list_del_init(&rq->queuelist);
+	spin_unlock(&lane->lock);
+	return rq;
+}
+
 static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
 	struct kvp_pick pick = { .kind = KVP_PICK_NONE };
 	struct request *rq;
 	unsigned long flags;
-	bool direct;
 	u64 now;
+
+	/* Dispatched on arrival: already counted and traced. */
+	rq = kvb_lane_take(hctx);
+	if (rq)
+		return rq;
+	/*
+	 * Nothing for the device-wide queue either; a request queued
+	 * meanwhile on another CPU is dispatched by the queue run that
+	 * follows its insert.
+	 */
+	if (list_empty_careful(&kd->dispatch) && !READ_ONCE(kd->ps->queued))
+		return NULL;
 
 	/*
 	 * Only a choice needs the time. Read it before the lock (a clock
-	 * read may be slow), unless the dispatch list has a request to
-	 * take: on a device that keeps up, a request dispatched on arrival.
+	 * read may be slow), unless the dispatch list has a request to take.
 	 */
 	now = list_empty_careful(&kd->dispatch) ? kvb_now() : 0;
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
-	direct = rq && kvb_take_direct(kd, rq, &pick);
 	if (!rq) {
 		/* Taken by another dispatch since the look. */
 		if (!now)
@@ -519,8 +516,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	if (!rq && kvb_hold(kd))
 		rq = kvb_pick_request(kd, &pick, now);
 	if (rq) {
-		if (!direct)
-			kvb_start_request(kd, rq, now);
+		kvb_start_request(kd, rq, now);
 		kvb_hold(kd);
 	}
 	if (rq && pick.kind != KVP_PICK_NONE) {
@@ -537,7 +533,9 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 
 /*
  * has_work() runs without the lock and may be momentarily stale, but never
- * wrongly "no work" for long: every insert is followed by a queue run;
+ * wrongly "no work" for long: every insert is followed by a run of the
+ * hardware context it came on, whose lane holds what it dispatched on
+ * arrival;
  * while max_inflight holds requests back, the completion that makes room
  * runs the queue (kvb_finish_request()); and while deferred writes are
  * held behind in-flight demand it says "no work", as dispatch would, so
@@ -547,11 +545,13 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 {
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
+	struct kvb_lane *lane = hctx->sched_data;
 	struct kvp_sched *ps = kd->ps;
 	u32 limit = kvp_limit(ps);
 	u64 until;
 
-	if (!list_empty_careful(&kd->dispatch))
+	if (!list_empty_careful(&lane->rqs) ||
+	    !list_empty_careful(&kd->dispatch))
 		return true;
 	if (!READ_ONCE(ps->queued))
 		return false;
@@ -599,19 +599,22 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
 
 /*
  * Nothing waits in kvbatch and the limit in force (kvp_limit()) has room,
- * so @rq is what the policy would pick next (kvp_may_direct()): it goes to
- * the dispatch list as it arrives, counted in flight, past the sort trees,
- * the merge hash and the heaps, which it would leave again at the next
- * dispatch. On a device deep enough for its load that is nearly every
- * request, and kvbatch then costs little more than a FIFO. Requests so
+ * so @rq is what the policy would pick next (kvp_may_direct()): it is
+ * dispatched as it arrives, counted in flight and traced now, past the
+ * sort trees, the merge hash and the heaps, which it would leave again at
+ * the next dispatch. It goes on @lane, its hardware context's, which that
+ * context's dispatch empties without the device lock. On a device deep
+ * enough for its load that is nearly every request, and kvbatch then
+ * costs little more than a FIFO per hardware context. Requests so
  * dispatched count against the limit from their arrival, so once it is
  * full the next arrival is queued, and from then on every arrival until
  * the queue has drained: what waits for the device is ordered as before.
- * A request on the dispatch list is no merge target; in the queues it
- * would not have been one for long.
+ * A request on a lane is no merge target; in the queues it would not have
+ * been one for long.
  */
 static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
-			      enum kvb_tier tier, unsigned long state, u64 now)
+			      enum kvb_tier tier, unsigned long state,
+			      struct list_head *lane, u64 now)
 {
 	struct kvp_batch *b;
 
@@ -621,12 +624,15 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 		return false;
 	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
 	rq->elv.priv[1] = b;
-	kvb_rq_set_state(rq, state | KVB_RQ_DIRECT | KVB_RQ_INFLIGHT |
-			 KVB_RQ_COUNTED);
-	list_add_tail(&rq->queuelist, &kd->dispatch);
+	kvb_rq_set_state(rq, state | KVB_RQ_INFLIGHT | KVB_RQ_COUNTED);
+	list_add_tail(&rq->queuelist, lane);
 	kd->inflight++;
+	kd->stats.dispatched++;
 	kvp_rq_direct(kd->ps, b, blk_rq_bytes(rq));
 	kvp_depth_dispatched(&kd->depth, kd->ps->inflight, now);
+	trace_kvbatch_dispatch(kd->ps->dev, blk_rq_pos(rq), blk_rq_bytes(rq),
+			       b->key, b->tier, b->seq, kvp_direct_why(tier),
+			       kvp_pending(b) - 1);
 	return true;
 }
 
@@ -661,7 +667,8 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 }
 
 static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
-			       bool at_head, struct list_head *free, u64 now)
+			       bool at_head, struct list_head *free,
+			       struct list_head *lane, u64 now)
 {
 	struct request_queue *q = rq->q;
 	enum kvb_tier tier;
@@ -738,7 +745,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	first = at_head || (rq->cmd_flags & REQ_FUA) ||
 		(rq->rq_flags & RQF_FLUSH_SEQ);
 	tier = kvb_rq_tier(rq);
-	if (!first && kvb_insert_direct(kd, rq, tier, state, now))
+	if (!first && kvb_insert_direct(kd, rq, tier, state, lane, now))
 		return;
 
 	kvb_rq_set_state(rq, state | KVB_RQ_QUEUED);
@@ -758,9 +765,11 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 {
 	struct request_queue *q = hctx->queue;
 	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_lane *lane = hctx->sched_data;
 	bool at_head = kvb_insert_at_head(flags);
 	u64 now = kvb_now();
 	unsigned long irqflags;
+	LIST_HEAD(direct);
 	LIST_HEAD(free);
 	bool writes_held;
 
@@ -772,13 +781,20 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 
 		rq = list_first_entry(list, struct request, queuelist);
 		list_del_init(&rq->queuelist);
-		kvb_insert_request(kd, rq, at_head, &free, now);
+		kvb_insert_request(kd, rq, at_head, &free, &direct, now);
 	}
 	/* The queue run that follows the insert sees any room this makes. */
 	kvb_hold(kd);
 	writes_held = kd->ps->wq->queued &&
 		      kd->ps->tier[KVB_TIER_DEMAND].inflight;
 	spin_unlock_irqrestore(&kd->lock, irqflags);
+
+	/* Before the queue run that follows: it takes them. */
+	if (!list_empty(&direct)) {
+		spin_lock(&lane->lock);
+		list_splice_tail(&direct, &lane->rqs);
+		spin_unlock(&lane->lock);
+	}
 
 	/* Requests merged away at insert are freed outside the lock. */
 	blk_mq_free_requests(&free);
@@ -1221,11 +1237,29 @@ static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 {
 	struct request_queue *q = hctx->queue;
 	struct kvb_data *kd = q->elevator->elevator_data;
+	struct kvb_lane *lane;
+
+	lane = kzalloc_node(sizeof(*lane), GFP_KERNEL, hctx->numa_node);
+	if (!lane)
+		return -ENOMEM;
+	spin_lock_init(&lane->lock);
+	INIT_LIST_HEAD(&lane->rqs);
+	hctx->sched_data = lane;
 
 	kvb_set_min_shallow_depth(q, hctx);
 	kvb_update_depth(kd, max(READ_ONCE(kd->sched_depth),
 				 kvb_sched_depth(hctx)));
 	return 0;
+}
+
+static void kvb_exit_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
+{
+	struct kvb_lane *lane = hctx->sched_data;
+
+	/* The queue is frozen: every request on a lane was dispatched. */
+	WARN_ON_ONCE(!list_empty(&lane->rqs));
+	kfree(lane);
+	hctx->sched_data = NULL;
 }
 
 static void kvb_reap_timer_fn(struct timer_list *t)
@@ -1290,8 +1324,14 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 
 	/* Service times for the automatic depth (io_start_time_ns). */
 	blk_stat_enable_accounting(q);
-	/* The order is device-wide: dispatch from one hardware context. */
-	blk_queue_flag_set(QUEUE_FLAG_SQ_SCHED, q);
+	/*
+	 * No QUEUE_FLAG_SQ_SCHED: with it, blk-mq runs only the current
+	 * CPU's hardware context where it means to run them all (at the
+	 * end of a quiesce, say), and a request on another context's lane
+	 * would wait for that context's next insert. Queued work is
+	 * device-wide: whichever context runs dispatches the next request
+	 * in kvbatch's order.
+	 */
 
 	kvb_elevator_publish(q, eq);
 	return 0;
@@ -1439,6 +1479,7 @@ static struct elevator_type kvbatch_sched = {
 		.init_sched		= kvb_init_sched,
 		.exit_sched		= kvb_exit_sched,
 		.init_hctx		= kvb_init_hctx,
+		.exit_hctx		= kvb_exit_hctx,
 		.depth_updated		= kvb_depth_updated,
 		.limit_depth		= kvb_limit_depth,
 		.allow_merge		= kvb_allow_merge,
