@@ -10,12 +10,19 @@
 # demand_about 0). A recall read (ionice -c 1) puts the limit in force; a
 # foreign read more than a second after it lifts it. The accounting
 # balances throughout.
+#
+# A request dispatched on arrival waits on its hardware context's lane for
+# that context's dispatch. When blk-mq rebuilds the contexts under load
+# (null_blk's submit_queues changed through configfs: the queue frozen,
+# kvbatch switched off and on, its lanes freed and made anew), nothing is
+# left on a lane to hang the freeze, kvbatch is selected again and the I/O
+# goes on.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd fio
 kvb_require_cmd ionice
-kvb_begin_nullb 6 submit_queues=2 hw_queue_depth=128 irqmode=2 \
+kvb_begin_nullb 7 submit_queues=2 hw_queue_depth=128 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 d=nullb0
@@ -61,4 +68,53 @@ ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$d"
 kvb_set_sched "$d" none || true
 kvb_nullb_teardown
+
+# rebuild: a configfs null_blk of two contexts under fio, its
+# submit_queues set to 1, 2, 1, 2; true if every change returned, kvbatch
+# is still selected, fio ran on and ended cleanly, and the disk did I/O
+# after the last change.
+rebuild() {
+	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i
+
+	mkdir "$c" || return 1
+	echo 1024 > "$c/size"
+	echo 2 > "$c/submit_queues"
+	echo 128 > "$c/hw_queue_depth"
+	echo 2 > "$c/irqmode"
+	echo 200000 > "$c/completion_nsec"
+	echo 1 > "$c/power"
+	udevadm settle 2>/dev/null || true
+	if ! kvb_set_sched kvblane kvbatch; then
+		log "kvblane: cannot select kvbatch"
+		rc=1
+	else
+		n=$(kvb_io_count kvblane)
+		kvb_fio rebuild --filename=/dev/kvblane --direct=1 \
+			--ioengine=io_uring --rw=randread --bs=4k --iodepth=64 \
+			--numjobs=2 --time_based --runtime=20 &
+		pid=$!
+		kvb_wait_io kvblane "$n" || rc=1
+		for i in 1 2 1 2; do
+			echo "$i" > "$c/submit_queues" || { log "submit_queues $i refused"; rc=1; }
+			sleep 1
+		done
+		log "kvblane: scheduler $(kvb_sched_of kvblane) after the changes"
+		[ "$(kvb_sched_of kvblane)" = kvbatch ] || rc=1
+		n=$(kvb_io_count kvblane)
+		kvb_wait_io kvblane "$n" 10 || rc=1
+		wait "$pid" || rc=1
+	fi
+	echo 0 > "$c/power"
+	rmdir "$c"
+	return $rc
+}
+if modprobe null_blk nr_devices=0 2>/dev/null && kvb_configfs &&
+   [ -e /sys/kernel/config/nullb/features ] &&
+   grep -qw submit_queues /sys/kernel/config/nullb/features; then
+	ktap_check "hardware contexts rebuilt 4 times under I/O: no hang, kvbatch stays, I/O goes on" \
+		rebuild
+else
+	ktap_test_skip "context rebuild: no null_blk configfs with submit_queues"
+fi
+modprobe -r null_blk 2>/dev/null
 ktap_finished
