@@ -1330,8 +1330,10 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	 * end of a quiesce, say), and a request on another context's lane
 	 * would wait for that context's next insert. Queued work is
 	 * device-wide: whichever context runs dispatches the next request
-	 * in kvbatch's order.
+	 * in kvbatch's order. blk-mq clears the flag only on a switch to
+	 * none, and mq-deadline and bfq set it: clear it here.
 	 */
+	blk_queue_flag_clear(QUEUE_FLAG_SQ_SCHED, q);
 
 	kvb_elevator_publish(q, eq);
 	return 0;

@@ -16,17 +16,29 @@
 # (null_blk's submit_queues changed through configfs: the queue frozen,
 # kvbatch switched off and on, its lanes freed and made anew), nothing is
 # left on a lane to hang the freeze, kvbatch is selected again and the I/O
-# goes on.
+# goes on. blk-mq clears QUEUE_FLAG_SQ_SCHED only on a switch to none,
+# and mq-deadline sets it: with it left set under kvbatch, blk-mq's run of
+# every context would run only the current CPU's and a lane could wait, so
+# kvbatch selected after mq-deadline must have it clear (debugfs state).
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd fio
 kvb_require_cmd ionice
-kvb_begin_nullb 7 submit_queues=2 hw_queue_depth=128 irqmode=2 \
+kvb_begin_nullb 8 submit_queues=2 hw_queue_depth=128 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 d=nullb0
-kvb_use_kvbatch "$d"
+state=/sys/kernel/debug/block/$d/state
+if kvb_set_sched "$d" mq-deadline && grep -qw SQ_SCHED "$state"; then
+	kvb_use_kvbatch "$d"
+	log "queue flags under kvbatch: $(cat "$state")"
+	sq_clear() { ! grep -qw SQ_SCHED "$state"; }
+	ktap_check "selected after mq-deadline, kvbatch clears SQ_SCHED" sq_clear
+else
+	kvb_use_kvbatch "$d"
+	ktap_test_skip "SQ_SCHED: mq-deadline not available or the flag not shown in $state"
+fi
 echo 256 > "/sys/block/$d/queue/nr_requests"
 dbg=/sys/kernel/debug/block/$d/sched
 echo 1 > "$dbg/reset_stats"
