@@ -485,6 +485,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	struct kvp_pick pick = { .kind = KVP_PICK_NONE };
 	struct request *rq;
 	unsigned long flags;
+	bool listed;
 	u64 now;
 
 	/* Dispatched on arrival: already counted and traced. */
@@ -496,14 +497,15 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	 * meanwhile on another CPU is dispatched by the queue run that
 	 * follows its insert.
 	 */
-	if (list_empty_careful(&kd->dispatch) && !READ_ONCE(kd->ps->queued))
+	listed = !list_empty_careful(&kd->dispatch);
+	if (!listed && !READ_ONCE(kd->ps->queued))
 		return NULL;
 
 	/*
 	 * Only a choice needs the time. Read it before the lock (a clock
 	 * read may be slow), unless the dispatch list has a request to take.
 	 */
-	now = list_empty_careful(&kd->dispatch) ? kvb_now() : 0;
+	now = listed ? 0 : kvb_now();
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
 	rq = list_first_entry_or_null(&kd->dispatch, struct request, queuelist);
@@ -602,8 +604,9 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
  * so @rq is what the policy would pick next (kvp_may_direct()): it is
  * dispatched as it arrives, counted in flight and traced now, past the
  * sort trees, the merge hash and the heaps, which it would leave again at
- * the next dispatch. It goes on @lane, its hardware context's, which that
- * context's dispatch empties without the device lock. On a device deep
+ * the next dispatch. It goes on @direct, which the caller moves to its
+ * hardware context's lane once the device lock is dropped; that
+ * context's dispatch empties the lane without the device lock. On a device deep
  * enough for its load that is nearly every request, and kvbatch then
  * costs little more than a FIFO per hardware context. Requests so
  * dispatched count against the limit from their arrival, so once it is
@@ -614,7 +617,7 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
  */
 static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 			      enum kvb_tier tier, unsigned long state,
-			      struct list_head *lane, u64 now)
+			      struct list_head *direct, u64 now)
 {
 	struct kvp_batch *b;
 
@@ -625,7 +628,7 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
 	rq->elv.priv[1] = b;
 	kvb_rq_set_state(rq, state | KVB_RQ_INFLIGHT | KVB_RQ_COUNTED);
-	list_add_tail(&rq->queuelist, lane);
+	list_add_tail(&rq->queuelist, direct);
 	kd->inflight++;
 	kd->stats.dispatched++;
 	kvp_rq_direct(kd->ps, b, blk_rq_bytes(rq));
@@ -668,7 +671,7 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 
 static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 			       bool at_head, struct list_head *free,
-			       struct list_head *lane, u64 now)
+			       struct list_head *direct, u64 now)
 {
 	struct request_queue *q = rq->q;
 	enum kvb_tier tier;
@@ -745,7 +748,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	first = at_head || (rq->cmd_flags & REQ_FUA) ||
 		(rq->rq_flags & RQF_FLUSH_SEQ);
 	tier = kvb_rq_tier(rq);
-	if (!first && kvb_insert_direct(kd, rq, tier, state, lane, now))
+	if (!first && kvb_insert_direct(kd, rq, tier, state, direct, now))
 		return;
 
 	kvb_rq_set_state(rq, state | KVB_RQ_QUEUED);

@@ -88,34 +88,23 @@ kvb_nullb_teardown
 rebuild() {
 	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i
 
-	mkdir "$c" || return 1
-	echo 1024 > "$c/size"
-	echo 2 > "$c/submit_queues"
-	echo 128 > "$c/hw_queue_depth"
-	echo 2 > "$c/irqmode"
-	echo 200000 > "$c/completion_nsec"
-	echo 1 > "$c/power"
-	udevadm settle 2>/dev/null || true
-	if ! kvb_set_sched kvblane kvbatch; then
-		log "kvblane: cannot select kvbatch"
-		rc=1
-	else
-		n=$(kvb_io_count kvblane)
-		kvb_fio rebuild --filename=/dev/kvblane --direct=1 \
-			--ioengine=io_uring --rw=randread --bs=4k --iodepth=64 \
-			--numjobs=2 --time_based --runtime=20 &
-		pid=$!
-		kvb_wait_io kvblane "$n" || rc=1
-		for i in 1 2 1 2; do
-			echo "$i" > "$c/submit_queues" || { log "submit_queues $i refused"; rc=1; }
-			sleep 1
-		done
-		log "kvblane: scheduler $(kvb_sched_of kvblane) after the changes"
-		[ "$(kvb_sched_of kvblane)" = kvbatch ] || rc=1
-		n=$(kvb_io_count kvblane)
-		kvb_wait_io kvblane "$n" 10 || rc=1
-		wait "$pid" || rc=1
-	fi
+	kvb_cfs_nullb kvblane size=1024 submit_queues=2 hw_queue_depth=128 \
+		irqmode=2 completion_nsec=200000 || return 1
+	n=$(kvb_io_count kvblane)
+	kvb_fio rebuild --filename=/dev/kvblane --direct=1 \
+		--ioengine=io_uring --rw=randread --bs=4k --iodepth=64 \
+		--numjobs=2 --time_based --runtime=20 &
+	pid=$!
+	kvb_wait_io kvblane "$n" || rc=1
+	for i in 1 2 1 2; do
+		echo "$i" > "$c/submit_queues" || { log "submit_queues $i refused"; rc=1; }
+		sleep 1
+	done
+	log "kvblane: scheduler $(kvb_sched_of kvblane) after the changes"
+	[ "$(kvb_sched_of kvblane)" = kvbatch ] || rc=1
+	n=$(kvb_io_count kvblane)
+	kvb_wait_io kvblane "$n" 10 || rc=1
+	wait "$pid" || rc=1
 	echo 0 > "$c/power"
 	rmdir "$c"
 	return $rc

@@ -315,20 +315,18 @@ kvb_configfs() {
 	[ -d /sys/kernel/config/nullb ]
 }
 
-# kvb_cfs_removal NAME: a configfs null_blk NAME (memory backed, timer
-# completions) with kvbatch selected is removed (power 0, rmdir) while fio
-# does I/O on it: fio must end with errors well before its runtime and the
-# disk must be gone. null_blk names the disk after the directory. Needs
+# kvb_cfs_nullb NAME ATTR=VALUE...: make the configfs null_blk NAME with
+# these attributes, power it on and select kvbatch on it; on failure it is
+# removed again. null_blk names the disk after the directory. Needs
 # null_blk loaded and kvb_configfs.
-kvb_cfs_removal() {
-	local name=$1 c=/sys/kernel/config/nullb/$1 pid n0 rc
+kvb_cfs_nullb() {
+	local name=$1 c=/sys/kernel/config/nullb/$1 a
 
+	shift
 	mkdir "$c" || { log "$name: configfs mkdir failed"; return 1; }
-	echo 512 > "$c/size"
-	echo 1 > "$c/memory_backed"
-	echo 2 > "$c/irqmode"
-	echo 200000 > "$c/completion_nsec"
-	echo 4 > "$c/hw_queue_depth"
+	for a in "$@"; do
+		echo "${a#*=}" > "$c/${a%%=*}"
+	done
 	echo 1 > "$c/power"
 	udevadm settle 2>/dev/null || true
 	if [ ! -b "/dev/$name" ] || ! kvb_set_sched "$name" kvbatch; then
@@ -336,6 +334,17 @@ kvb_cfs_removal() {
 		echo 0 > "$c/power" 2>/dev/null; rmdir "$c"
 		return 1
 	fi
+}
+
+# kvb_cfs_removal NAME: a configfs null_blk NAME (memory backed, timer
+# completions) with kvbatch selected is removed (power 0, rmdir) while fio
+# does I/O on it: fio must end with errors well before its runtime and the
+# disk must be gone. Needs null_blk loaded and kvb_configfs.
+kvb_cfs_removal() {
+	local name=$1 c=/sys/kernel/config/nullb/$1 pid n0 rc
+
+	kvb_cfs_nullb "$name" size=512 memory_backed=1 irqmode=2 \
+		completion_nsec=200000 hw_queue_depth=4 || return 1
 	echo 256 > "/sys/block/$name/queue/nr_requests"
 	n0=$(kvb_io_count "$name")
 	(cd "$KVB_SCRATCH" && timeout -k 5 120 fio --name=rm \
