@@ -144,8 +144,6 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	seq_printf(m, "completed %llu\n", st.completed);
 	seq_printf(m, "bypassed %llu\n", st.bypassed);
 	seq_printf(m, "promoted %llu\n", st.promoted);
-	seq_printf(m, "arrived %llu\n", st.arrived);
-	seq_printf(m, "folded %llu\n", st.folded);
 	seq_printf(m, "queued %u\n", queued);
 	seq_printf(m, "inflight %u\n", inflight);
 	for (i = 0; i < KVB_NR_REASONS; i++)

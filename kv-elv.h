@@ -30,8 +30,6 @@ struct kvb_stats {
 	u64		requeued;
 	u64		completed;
 	u64		promoted;	/* deferred writes given sync data */
-	u64		arrived;	/* dispatched on arrival, no lock */
-	u64		folded;		/* of which completed before bound */
 };
 
 /*
@@ -47,47 +45,19 @@ struct kvb_done {
 	u64			lat;
 };
 
-/*
- * Requests dispatched on arrival without the device lock (kvb_arrive()),
- * bound to their batches under it by kvb_drain(): what the core needs to
- * do so, and to trace the dispatch, once the request may be gone. A
- * request that completes before its record is bound folds its completion
- * into the record (kvb_fold()), which the drain applies after the
- * arrival.
- */
-#define KVB_ARRIVE_RECS		32
-
-struct kvb_arrival {
-	struct request		*rq;	/* NULL once its completion is folded */
-	struct kvp_batch	*b;	/* bound by the drain */
-	u64			key;
-	u64			now;
-	sector_t		pos;
-	u32			bytes;
-	u8			tier;
-	bool			done;	/* completion folded in: */
-	u64			done_now;
-	u64			lat;
-};
-
 struct kvb_pcpu {
-	/* This CPU's arrivals and completions vs the drain and folds. */
-	spinlock_t		lock;
-	unsigned int		n;	/* completion records */
-	unsigned int		na;	/* arrival records */
-	unsigned int		nbound;	/* of which bound to their batch */
-	unsigned int		nfolded; /* of which carry their completion */
+	spinlock_t		lock;	/* this CPU's completions vs the drain */
+	unsigned int		n;
 	struct kvb_done		rec[KVB_DONE_RECS];
-	struct kvb_arrival	arr[KVB_ARRIVE_RECS];
 };
 
 /*
- * A hardware context's lane. A request dispatched on arrival (kvb_arrive(),
- * or kvb_insert_direct() under kvb_data.lock) waits here, on the context
- * it arrived on, for that context's next dispatch, which takes it under
- * this lock alone: on a device that keeps up, no device-wide lock at
- * insert or dispatch. A leaf lock, never taken from interrupt context nor
- * with kvb_data.lock held.
+ * A hardware context's lane. A request dispatched on arrival
+ * (kvb_insert_direct()) is counted in flight under kvb_data.lock and then
+ * waits here, on the context it arrived on, for that context's next
+ * dispatch, which takes it under this lock alone: on a device that keeps
+ * up, no device-wide lock at dispatch. A leaf lock, never taken from
+ * interrupt context nor with kvb_data.lock held.
  */
 struct kvb_lane {
 	spinlock_t		lock;	/* the context's inserts vs its dispatch */
@@ -119,14 +89,10 @@ struct kvb_data {
 	/* Closes batches past their batch_window_us on an idle queue. */
 	struct timer_list	reap_timer;
 
-	/*
-	 * Completions not yet applied to the core and arrivals not yet
-	 * bound (folded completions count in both), and where they wait.
-	 */
+	/* Completions not yet applied to the core, and where they wait. */
 	struct kvb_pcpu __percpu *pcpu;
 	struct cpumask		pcpu_mask;
 	atomic_t		undrained;
-	atomic_t		unbound;
 
 	unsigned int		async_depth;	/* async tag budget */
 	unsigned int		sched_depth;	/* nr_requests */
@@ -144,9 +110,8 @@ static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
 }
 
 /*
- * Apply the arrivals and completions recorded without the lock to the
- * core; with kvb_data.lock held. Every reader of the core's state calls
- * it first.
+ * Apply the completions recorded without the lock to the core; with
+ * kvb_data.lock held. Every reader of the core's state calls it first.
  */
 void kvb_drain(struct kvb_data *kd);
 

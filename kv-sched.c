@@ -71,8 +71,7 @@ MODULE_PARM_DESC(max_batches,
 /*
  * Per-request state, kept in rq->elv.priv[0] as a bit mask; priv[1] holds
  * the request's batch in the core, or NULL for requests served from the
- * dispatch list. Both are written under kvb_data.lock, but for a request
- * dispatched on arrival without it (KVB_RQ_ARRIVING): see kvb_arrive().
+ * dispatch list. Both are written under kvb_data.lock.
  */
 enum {
 	/* Counted in stats.inserted; survives requeue so it counts once. */
@@ -85,17 +84,7 @@ enum {
 	KVB_RQ_DEFERRED		= 1UL << 3,
 	/* Its bytes were added to its batch (at first dispatch). */
 	KVB_RQ_COUNTED		= 1UL << 4,
-	/*
-	 * Dispatched on arrival without the lock (kvb_arrive()), its record
-	 * not yet bound to a batch: priv[1] is not its batch yet, and the
-	 * bits from KVB_RQ_SLOT_SHIFT up name the record (CPU and index).
-	 * Cleared by the drain, under the record's CPU lock.
-	 */
-	KVB_RQ_ARRIVING		= 1UL << 5,
 };
-
-#define KVB_RQ_SLOT_SHIFT	8
-#define KVB_RQ_FLAGS		((1UL << KVB_RQ_SLOT_SHIFT) - 1)
 
 static const char *const kvb_key_names[KVB_NR_KEY_MODES] = {
 	[KVB_KEY_IOPRIO]	= "ioprio",
@@ -250,82 +239,14 @@ static void kvb_arm_reap(struct kvb_data *kd)
 }
 
 /*
- * Count @b's request at @pos, of @bytes, dispatched on arrival at @now: in
- * flight from then on, and traced as dispatched.
- */
-static void kvb_count_direct(struct kvb_data *kd, struct kvp_batch *b,
-			     sector_t pos, u32 bytes, u64 now)
-{
-	struct kvp_sched *ps = kd->ps;
-
-	lockdep_assert_held(&kd->lock);
-
-	kd->inflight++;
-	kd->stats.dispatched++;
-	kvp_rq_direct(ps, b, bytes);
-	kvp_depth_dispatched(&kd->depth, ps->inflight, now);
-	trace_kvbatch_dispatch(ps->dev, pos, bytes, b->key, b->tier, b->seq,
-			       kvp_direct_why(b->tier), kvp_pending(b) - 1);
-}
-
-/*
- * Bind the arrival records of @pc not yet bound to their batches. Each
- * joins the core's in-flight count before it leaves the unbound count, so
- * that a lockless reader (kvb_inflight()) errs towards "busy" in between.
- * A request still in flight learns its batch, and loses KVB_RQ_ARRIVING
- * with release order: its completion, reading the state with acquire
- * order, then finds the batch in priv[1].
- */
-static void kvb_bind_arrivals(struct kvb_data *kd, struct kvb_pcpu *pc)
-{
-	unsigned int i, n = pc->na - pc->nbound;
-
-	lockdep_assert_held(&kd->lock);
-	lockdep_assert_held(&pc->lock);
-
-	for (i = pc->nbound; i < pc->na; i++) {
-		struct kvb_arrival *a = &pc->arr[i];
-
-		a->b = kvp_get_batch(kd->ps, a->key, a->tier, a->now);
-		kd->stats.inserted++;
-		kd->stats.arrived++;
-		kd->stats.folded += a->done;
-		kvb_count_direct(kd, a->b, a->pos, a->bytes, a->now);
-		if (a->rq) {
-			unsigned long state = kvb_rq_state(a->rq);
-
-			a->rq->elv.priv[1] = a->b;
-			/* The batch before the flag: kvb_finish_request(). */
-			smp_store_release(&a->rq->elv.priv[0],
-					  (void *)(state & KVB_RQ_FLAGS &
-						   ~KVB_RQ_ARRIVING));
-		}
-	}
-	pc->nbound = pc->na;
-	if (n) {
-		/* In flight before unbound: see kvb_inflight(). */
-		smp_mb__before_atomic();
-		atomic_sub(n, &kd->unbound);
-	}
-}
-
-/*
- * Apply what was recorded without the lock: arrivals (kvb_arrive()) and
- * completions (kvb_record(), kvb_fold()).
- *
- * Every CPU's arrivals are bound first, so that no completion is applied
- * before its request's arrival and the in-flight count does not dip to
- * zero on the way. A completion is recorded on its own CPU only once its
- * arrival is bound; before that it is folded into the arrival record.
- *
- * A CPU's completions leave the undrained count, in one subtraction,
- * before any of them leaves the core's in-flight count, so that a
- * lockless reader (kvb_inflight()) errs towards "busy" in between. That
- * reader may be a completion that has just recorded behind a CPU already
- * passed here and, seeing work in flight that is done, leaves its record
- * to us: so look again after our updates, until a look finds nothing (its
- * record, barrier, read; our updates, barrier, read: one of the two reads
- * sees the other's write).
+ * Apply the completions recorded without the lock. A CPU's records leave
+ * the undrained count, in one subtraction, before any of them leaves the
+ * core's in-flight count, so that a lockless reader (kvb_inflight()) errs
+ * towards "busy" in between. That reader may be a completion that has
+ * just recorded behind a CPU already passed here and, seeing work in
+ * flight that is done, leaves its record to us: so look again after our
+ * updates, until a look finds nothing (its record, barrier, read; our
+ * updates, barrier, read: one of the two reads sees the other's write).
  */
 void kvb_drain(struct kvb_data *kd)
 {
@@ -334,38 +255,17 @@ void kvb_drain(struct kvb_data *kd)
 
 	lockdep_assert_held(&kd->lock);
 
-	while (atomic_read(&kd->unbound) || atomic_read(&kd->undrained)) {
-		for_each_cpu(cpu, &kd->pcpu_mask) {
-			struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
-
-			spin_lock(&pc->lock);
-			kvb_bind_arrivals(kd, pc);
-			spin_unlock(&pc->lock);
-		}
+	while (atomic_read(&kd->undrained)) {
 		for_each_cpu(cpu, &kd->pcpu_mask) {
 			struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
 
 			cpumask_clear_cpu(cpu, &kd->pcpu_mask);
 			spin_lock(&pc->lock);
-			/* Arrivals recorded since the first pass. */
-			kvb_bind_arrivals(kd, pc);
-			atomic_sub(pc->n + pc->nfolded, &kd->undrained);
-			/* Drained before done: see kvb_inflight(). */
-			smp_mb__after_atomic();
-			for (i = 0; pc->nfolded && i < pc->na; i++) {
-				struct kvb_arrival *a = &pc->arr[i];
-
-				if (a->done)
-					kvb_complete_one(kd, a->b, a->done_now,
-							 a->lat);
-			}
+			atomic_sub(pc->n, &kd->undrained);
 			for (i = 0; i < pc->n; i++)
 				kvb_complete_one(kd, pc->rec[i].b,
 						 pc->rec[i].now, pc->rec[i].lat);
 			pc->n = 0;
-			pc->na = 0;
-			pc->nbound = 0;
-			pc->nfolded = 0;
 			spin_unlock(&pc->lock);
 		}
 		applied = true;
@@ -409,63 +309,17 @@ static bool kvb_record(struct kvb_data *kd, struct kvp_batch *b, u64 now,
 }
 
 /*
- * @rq, dispatched on arrival without the lock (kvb_arrive()), completes at
- * @now after @lat of service: fold the completion into its arrival record
- * if no drain has bound that yet, so that the drain applies it after the
- * arrival. @state, read with acquire order, names the record. False if
- * the record was bound meanwhile: priv[1] is then the request's batch.
- */
-static bool kvb_fold(struct kvb_data *kd, struct request *rq,
-		     unsigned long state, u64 now, u64 lat)
-{
-	unsigned long slot = state >> KVB_RQ_SLOT_SHIFT;
-	unsigned int cpu = slot / KVB_ARRIVE_RECS;
-	struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
-	struct kvb_arrival *a = &pc->arr[slot % KVB_ARRIVE_RECS];
-	unsigned long flags;
-	bool folded = false;
-
-	spin_lock_irqsave(&pc->lock, flags);
-	/* The drain clears the flag under this lock, as it binds. */
-	if (kvb_rq_state(rq) & KVB_RQ_ARRIVING) {
-		WARN_ON_ONCE(a->rq != rq);
-		a->rq = NULL;
-		a->done = true;
-		a->done_now = now;
-		a->lat = lat;
-		pc->nfolded++;
-		/* The record before the count, as in kvb_record(). */
-		smp_mb__before_atomic();
-		atomic_inc(&kd->undrained);
-		folded = true;
-	}
-	spin_unlock_irqrestore(&pc->lock, flags);
-	return folded;
-}
-
-/*
  * In-flight requests as the core will count them after kvb_drain(), read
  * without the lock: momentarily off by the records a drain is applying.
  */
 static u32 kvb_inflight(struct kvb_data *kd)
 {
-	int undrained, unbound, inflight;
+	int undrained, inflight;
 
 	/* Pairs with the barrier after the record in kvb_finish_request(). */
 	smp_mb();
-	/*
-	 * In the order that errs towards "busy" while a drain runs: it
-	 * counts an arrival in flight before it leaves the unbound count,
-	 * and a completion leaves the undrained count before it leaves the
-	 * in-flight count.
-	 */
-	unbound = atomic_read(&kd->unbound);
-	/* Pairs with the barrier before the sub in kvb_bind_arrivals(). */
-	smp_rmb();
-	inflight = READ_ONCE(kd->ps->inflight) + unbound;
-	/* Pairs with the barrier after the sub in kvb_drain(). */
-	smp_rmb();
 	undrained = atomic_read(&kd->undrained);
+	inflight = READ_ONCE(kd->ps->inflight);
 	return inflight > undrained ? inflight - undrained : 0;
 }
 
@@ -775,89 +629,13 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 	rq->elv.priv[1] = b;
 	kvb_rq_set_state(rq, state | KVB_RQ_INFLIGHT | KVB_RQ_COUNTED);
 	list_add_tail(&rq->queuelist, direct);
-	kvb_count_direct(kd, b, blk_rq_pos(rq), blk_rq_bytes(rq), now);
-	return true;
-}
-
-/*
- * Dispatch on arrival without the device lock. When nothing is queued
- * and the limit has room for @list by the lockless count, every request
- * of @list is one kvb_insert_direct() would dispatch: it goes straight to
- * @lane, and a record of it to this CPU's buffer, which the next holder
- * of the device lock binds to its batch (kvb_drain()). The buffer holds
- * KVB_ARRIVE_RECS records; a full one sends the insert the locked way,
- * which drains it. False, changing nothing, if @list must take the lock.
- *
- * Two CPUs may both see room for the last request the limit allows, so
- * the limit may be passed by a request per CPU; a request queued under
- * the lock meanwhile may be passed by one arriving here. Both are as
- * brief as the race, and the queued work waits for no more than the
- * requests in flight, whose completions see it (kvb_record_needs_lock()).
- * At-head, FUA and flush-sequence requests, requeued requests, writes
- * that may be deferred and requests kvbatch does not schedule all take
- * the lock, as does a request that could merge at insert only there.
- */
-static bool kvb_arrive(struct kvb_data *kd, struct kvb_lane *lane,
-		       struct list_head *list, bool at_head)
-{
-	struct kvp_sched *ps = kd->ps;
-	struct kvb_pcpu *pc;
-	struct request *rq;
-	unsigned int nr = 0;
-	unsigned long flags, slot;
-	u32 limit;
-	u64 now;
-
-	if (at_head || READ_ONCE(ps->queued))
-		return false;
-	list_for_each_entry(rq, list, queuelist) {
-		if (kvb_rq_bypass(rq) || kvb_rq_state(rq) ||
-		    (rq->cmd_flags & REQ_FUA) ||
-		    (rq->rq_flags & RQF_FLUSH_SEQ) ||
-		    kvb_rq_tier(rq) == KVB_TIER_WRITE)
-			return false;
-		nr++;
-	}
-	limit = kvp_limit(ps);
-	if (limit && kvb_inflight(kd) + nr > limit)
-		return false;
-
-	now = kvb_now();
-	local_irq_save(flags);
-	pc = this_cpu_ptr(kd->pcpu);
-	spin_lock(&pc->lock);
-	if (pc->na + nr > KVB_ARRIVE_RECS) {
-		spin_unlock(&pc->lock);
-		local_irq_restore(flags);
-		return false;
-	}
-	slot = smp_processor_id() * KVB_ARRIVE_RECS + pc->na;
-	list_for_each_entry(rq, list, queuelist) {
-		pc->arr[pc->na++] = (struct kvb_arrival){
-			.rq	= rq,
-			.key	= kvb_rq_key(kd, rq),
-			.now	= now,
-			.pos	= blk_rq_pos(rq),
-			.bytes	= blk_rq_bytes(rq),
-			.tier	= kvb_rq_tier(rq),
-		};
-		kvb_rq_set_state(rq, slot++ << KVB_RQ_SLOT_SHIFT |
-				 KVB_RQ_ARRIVING | KVB_RQ_INSERTED |
-				 KVB_RQ_INFLIGHT | KVB_RQ_COUNTED);
-		trace_block_rq_insert(rq);
-	}
-	if (!cpumask_test_cpu(smp_processor_id(), &kd->pcpu_mask))
-		cpumask_set_cpu(smp_processor_id(), &kd->pcpu_mask);
-	/* The records and the CPU's bit before the count (kvb_drain()). */
-	smp_mb__before_atomic();
-	atomic_add(nr, &kd->unbound);
-	spin_unlock(&pc->lock);
-	local_irq_restore(flags);
-
-	/* Before the queue run that follows the insert: it takes them. */
-	spin_lock(&lane->lock);
-	list_splice_tail_init(list, &lane->rqs);
-	spin_unlock(&lane->lock);
+	kd->inflight++;
+	kd->stats.dispatched++;
+	kvp_rq_direct(kd->ps, b, blk_rq_bytes(rq));
+	kvp_depth_dispatched(&kd->depth, kd->ps->inflight, now);
+	trace_kvbatch_dispatch(kd->ps->dev, blk_rq_pos(rq), blk_rq_bytes(rq),
+			       b->key, b->tier, b->seq, kvp_direct_why(tier),
+			       kvp_pending(b) - 1);
 	return true;
 }
 
@@ -998,9 +776,6 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	LIST_HEAD(free);
 	bool writes_held;
 
-	if (kvb_arrive(kd, lane, list, at_head))
-		return;
-
 	spin_lock_irqsave(&kd->lock, irqflags);
 	/* A batch whose last request completed is closed before it is joined. */
 	kvb_drain(kd);
@@ -1090,11 +865,10 @@ static void kvb_finish_request(struct request *rq)
 {
 	struct request_queue *q = rq->q;
 	struct kvb_data *kd = q->elevator->elevator_data;
-	/* Pairs with the release in kvb_bind_arrivals(). */
-	unsigned long state = (unsigned long)smp_load_acquire(&rq->elv.priv[0]);
+	unsigned long state = kvb_rq_state(rq);
 	struct kvp_sched *ps = kd->ps;
+	struct kvp_batch *b = kvb_rq_batch(rq);
 	bool recorded = false, run = false;
-	struct kvp_batch *b = NULL;
 	unsigned long flags;
 	u64 now, lat = 0;
 
@@ -1106,22 +880,17 @@ static void kvb_finish_request(struct request *rq)
 	now = kvb_now();
 	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
 		lat = now - rq->io_start_time_ns;
-	/* Folded, the completion is recorded; else the batch is bound. */
-	if ((state & KVB_RQ_ARRIVING) && kvb_fold(kd, rq, state, now, lat))
-		recorded = true;
-	else
-		b = kvb_rq_batch(rq);
 	kvb_rq_set_state(rq, 0);
 
-	if (b && !READ_ONCE(ps->wq->queued) && kvb_record(kd, b, now, lat))
+	if (b && !READ_ONCE(ps->wq->queued) && kvb_record(kd, b, now, lat)) {
 		recorded = true;
-	if (recorded && !READ_ONCE(ps->wq->queued) &&
-	    !kvb_record_needs_lock(kd))
-		return;
+		if (!kvb_record_needs_lock(kd))
+			return;
+	}
 
 	spin_lock_irqsave(&kd->lock, flags);
 	kvb_drain(kd);
-	if (!b && !recorded) {
+	if (!b) {
 		kd->inflight--;
 		kd->stats.completed++;
 	} else {
@@ -1146,8 +915,7 @@ static void kvb_finish_request(struct request *rq)
 		 * request, more than the device time on a fast device. The
 		 * requests still in flight complete and make the room, so a
 		 * hold always ends. Also run it when the last demand request
-		 * is done while writes wait; a recorded completion, applied by
-		 * the drain above, may have been that one.
+		 * is done while writes wait.
 		 */
 		limit = kvp_limit(ps);
 		if (kd->held && (!ps->queued || !limit ||
@@ -1155,8 +923,7 @@ static void kvb_finish_request(struct request *rq)
 			WRITE_ONCE(kd->held, false);
 			run = ps->queued;
 		}
-		if (ps->queued && (demand || recorded) &&
-		    !ps->tier[KVB_TIER_DEMAND].inflight)
+		if (ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight)
 			run = true;
 	}
 	spin_unlock_irqrestore(&kd->lock, flags);

@@ -36,8 +36,6 @@ PLAIN = {
     "kvbatch_requests_completed_total": "completed",
     "kvbatch_requests_bypassed_total": "bypassed",
     "kvbatch_writes_promoted_total": "promoted",
-    "kvbatch_unlocked_arrivals_total": "arrived",
-    "kvbatch_unlocked_arrivals_folded_total": "folded",
     "kvbatch_writes_deferred_total": "writes_deferred",
     "kvbatch_write_bursts_total": "write_bursts",
     "kvbatch_throttled_total": "throttled",

@@ -39,7 +39,7 @@ export KVBATCH_SYSFS=$tmp/sys KVBATCH_DEBUGFS=$tmp/debug
 
 # The lines of kv-debugfs.c's stats file, in its order.
 keys="inserted merged bio_back_merges bio_front_merges dispatched requeued
-completed bypassed promoted arrived folded queued inflight reason_expired reason_tail
+completed bypassed promoted queued inflight reason_expired reason_tail
 reason_normal reason_prefetch reason_write_burst reason_share"
 for t in demand normal prefetch; do
 	for k in batches_opened batches_closed batch_us_mean batch_us_max \
