@@ -12,6 +12,14 @@
 # after each round, with the disk idle and before anything reads kvbatch's
 # statistics (a read applies what is left), the trace must hold as many
 # batch closes as batch opens.
+#
+# Then the same rounds on a deep null_blk (two hardware queues of 128
+# tags) with two fio readers beside kvbench: there most requests are
+# dispatched on arrival onto their hardware context's lane, completions
+# race on both CPUs with inserts that drain them, and writes deferred by
+# kvbench switch the disk between the queued and the direct path. Every
+# batch must still close once the disk is idle, and kvbatch must end
+# balanced, having dispatched requests on arrival.
 source "$(dirname "$0")/lib.sh"
 
 kvbench=$KVB_ROOT/build/tools/kvbench
@@ -28,7 +36,7 @@ kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 ktap_print_header
-ktap_set_plan 2
+ktap_set_plan 4
 
 ok=0
 kvb_set_sched nullb0 kvbatch && ok=1
@@ -45,16 +53,27 @@ echo 0 > $tr/tracing_on
 echo 1 > $tr/events/kvbatch/kvbatch_batch_open/enable
 echo 1 > $tr/events/kvbatch/kvbatch_batch_close/enable
 
+# rounds_ok [FIO-JOBS]: the rounds, each with FIO-JOBS random readers at
+# queue depth 32 beside kvbench for its second.
 rounds_ok() {
-
-	local r c o
+	local r c o jobs=${1:-0} fio_pid=
 
 	for r in $(seq "$rounds"); do
 		echo > $tr/trace
 		echo 1 > $tr/tracing_on
+		if [ "$jobs" -gt 0 ]; then
+			(cd /tmp && fio --name=bg --filename=/dev/nullb0 \
+				--direct=1 --ioengine=io_uring --rw=randread \
+				--bs=4k --iodepth=32 --numjobs="$jobs" \
+				--time_based --runtime=1 > /dev/null 2>&1) &
+			fio_pid=$!
+		fi
 		"$kvbench" -d /dev/nullb0 -t 1 -r 30 -s 4,8,16 --foreign 4 \
 			--prefetch 2 --write 2 --solo-runs 1 --seed "$r" \
 			> /dev/null || { log "round $r: kvbench failed"; return 1; }
+		if [ -n "$fio_pid" ]; then
+			wait "$fio_pid" || { log "round $r: fio failed"; return 1; }
+		fi
 		# Idle now; a batch whose last record nobody applied stays open.
 		sleep 0.2
 		echo 0 > $tr/tracing_on
@@ -69,6 +88,35 @@ rounds_ok() {
 }
 ktap_check "every batch closes by its last completion, with completions racing" \
 	rounds_ok
+
+echo 0 > $tr/tracing_on
+kvb_nullb_teardown
+deep=0
+kvb_nullb_load submit_queues=2 hw_queue_depth=128 irqmode=2 \
+	completion_nsec=1000000 gb=1 && kvb_set_sched nullb0 kvbatch && deep=1
+if [ $deep = 0 ]; then
+	ktap_test_skip "deep null_blk: cannot load it with kvbatch"
+	ktap_test_skip "deep null_blk: balanced"
+	echo 0 > $tr/events/kvbatch/enable
+	echo "$cmd" > $tr/options/record-cmd
+	kvb_nullb_teardown
+	ktap_finished
+fi
+echo 1024 > /sys/block/nullb0/queue/nr_requests
+ktap_check "deep null_blk: every batch closes, completions racing direct inserts" \
+	rounds_ok 2
+
+# kvb_balanced reads the statistics, which applies anything left: the
+# check above has already seen the batches close without that.
+deep_ok() {
+	local direct
+
+	direct=$(kvb_stat nullb0 direct)
+	log "direct $direct of $(kvb_stat nullb0 inserted) inserted"
+	kvb_balanced nullb0 && [ "${direct:-0}" -gt 0 ]
+}
+ktap_check "deep null_blk: balanced, with requests dispatched on arrival" \
+	deep_ok
 
 echo 0 > $tr/events/kvbatch/enable
 echo "$cmd" > $tr/options/record-cmd
