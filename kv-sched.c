@@ -605,8 +605,8 @@ static enum kvb_tier kvb_rq_tier(struct request *rq)
  * dispatched as it arrives, counted in flight and traced now, past the
  * sort trees, the merge hash and the heaps, which it would leave again at
  * the next dispatch. It goes on @direct, which the caller moves to its
- * hardware context's lane once the device lock is dropped; that
- * context's dispatch empties the lane without the device lock. On a device deep
+ * hardware context's lane once the device lock is dropped; that context's
+ * dispatch empties the lane without the device lock. On a device deep
  * enough for its load that is nearly every request, and kvbatch then
  * costs little more than a FIFO per hardware context. Requests so
  * dispatched count against the limit from their arrival, so once it is

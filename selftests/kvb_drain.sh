@@ -89,25 +89,8 @@ rounds_ok() {
 ktap_check "every batch closes by its last completion, with completions racing" \
 	rounds_ok
 
-echo 0 > $tr/tracing_on
-kvb_nullb_teardown
-deep=0
-kvb_nullb_load submit_queues=2 hw_queue_depth=128 irqmode=2 \
-	completion_nsec=1000000 gb=1 && kvb_set_sched nullb0 kvbatch && deep=1
-if [ $deep = 0 ]; then
-	ktap_test_skip "deep null_blk: cannot load it with kvbatch"
-	ktap_test_skip "deep null_blk: balanced"
-	echo 0 > $tr/events/kvbatch/enable
-	echo "$cmd" > $tr/options/record-cmd
-	kvb_nullb_teardown
-	ktap_finished
-fi
-echo 1024 > /sys/block/nullb0/queue/nr_requests
-ktap_check "deep null_blk: every batch closes, completions racing direct inserts" \
-	rounds_ok 2
-
 # kvb_balanced reads the statistics, which applies anything left: the
-# check above has already seen the batches close without that.
+# rounds have already seen the batches close without that.
 deep_ok() {
 	local direct
 
@@ -115,8 +98,20 @@ deep_ok() {
 	log "direct $direct of $(kvb_stat nullb0 inserted) inserted"
 	kvb_balanced nullb0 && [ "${direct:-0}" -gt 0 ]
 }
-ktap_check "deep null_blk: balanced, with requests dispatched on arrival" \
-	deep_ok
+
+# The deep device of make bench's steady and bursty rows.
+echo 0 > $tr/tracing_on
+kvb_nullb_teardown
+if kvb_nullb_load "${KVB_NULLB_DEEP[@]}" && kvb_set_sched nullb0 kvbatch; then
+	echo 1024 > /sys/block/nullb0/queue/nr_requests
+	ktap_check "deep null_blk: every batch closes, completions racing direct inserts" \
+		rounds_ok 2
+	ktap_check "deep null_blk: balanced, with requests dispatched on arrival" \
+		deep_ok
+else
+	ktap_test_skip "deep null_blk: cannot load it with kvbatch"
+	ktap_test_skip "deep null_blk: balanced"
+fi
 
 echo 0 > $tr/events/kvbatch/enable
 echo "$cmd" > $tr/options/record-cmd
