@@ -33,7 +33,7 @@ struct kvb_stats {
 };
 
 /*
- * Completions recorded without the device lock (kvb_finish_request()),
+ * Completions recorded without the device lock (kvb_request_done()),
  * applied to the core under it by kvb_drain(): the time and service time
  * of each, and the batch it belongs to, which stays open until then.
  */

@@ -12,15 +12,15 @@
  *
  * Locking: one spinlock per device (kvb_data.lock) protects everything,
  * including the core. It is taken with interrupts disabled because
- * finish_request() runs from the driver's completion context, which may be
- * a hard interrupt (null_blk's timer mode, many NVMe drivers). Most
+ * completed_request() runs from the driver's completion context, which
+ * may be a hard interrupt (null_blk's timer mode, many NVMe drivers). Most
  * completions do not take it: they are recorded in a per-CPU buffer
  * (kvb_pcpu, with its own lock, taken inside the device lock by the drain)
  * and applied by the next holder of the device lock. Only a completion that
  * may have to run the queue, or that leaves the device idle, takes it: the
  * one that makes room for work held back by max_inflight, the last one in
  * flight when nothing is queued, and any while deferred writes wait for
- * the end of demand (kvb_finish_request()).
+ * the end of demand (kvb_request_done()).
  *
  * See Documentation/kvbatch.rst.
  */
@@ -118,7 +118,7 @@ static inline struct rb_root *kvb_sort_root(struct kvb_data *kd,
 /*
  * Flushes and passthrough commands are never scheduled: they go to the
  * dispatch list and are never accounted. On 6.1 a passthrough request
- * was prepared (state 0) and its finish_request() finds it not in flight.
+ * was prepared (state 0), and its completion finds it not in flight.
  */
 static inline bool kvb_rq_bypass(struct request *rq)
 {
@@ -297,7 +297,7 @@ static bool kvb_record(struct kvb_data *kd, struct kvp_batch *b, u64 now,
 			cpumask_set_cpu(smp_processor_id(), &kd->pcpu_mask);
 		/*
 		 * The CPU's bit before the count: whoever sees the count and
-		 * drains (kvb_finish_request()) finds the record.
+		 * drains (kvb_request_done()) finds the record.
 		 */
 		smp_mb__before_atomic();
 		atomic_inc(&kd->undrained);
@@ -316,7 +316,7 @@ static u32 kvb_inflight(struct kvb_data *kd)
 {
 	int undrained, inflight;
 
-	/* Pairs with the barrier after the record in kvb_finish_request(). */
+	/* Pairs with the barrier after the record in kvb_request_done(). */
 	smp_mb();
 	undrained = atomic_read(&kd->undrained);
 	inflight = READ_ONCE(kd->ps->inflight);
@@ -539,7 +539,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
  * hardware context it came on, whose lane holds what it dispatched on
  * arrival;
  * while max_inflight holds requests back, the completion that makes room
- * runs the queue (kvb_finish_request()); and while deferred writes are
+ * runs the queue (kvb_request_done()); and while deferred writes are
  * held behind in-flight demand it says "no work", as dispatch would, so
  * blk-mq does not poll: the last demand completion runs the queue, and
  * kvb_arm_write_expiry() the oldest write's expiry.
@@ -851,33 +851,26 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 }
 
 /*
- * Called when a request is freed: after completion, or after it was merged
- * into another request. Only requests handed to the driver count.
+ * A request handed to the driver is done, at @now. Only requests handed to
+ * the driver count.
  *
- * A completion is recorded on this CPU and applied by the next holder of
+ * The completion is recorded on this CPU and applied by the next holder of
  * the lock (kvb_drain(): at dispatch, insert, a statistics read, or the
  * completion that needs it), unless it may have to run the queue
  * (kvb_record_needs_lock()). Deferred writes may wait for the end of
  * demand, which only the locked path sees: while writes are queued, every
  * completion takes the lock.
  */
-static void kvb_finish_request(struct request *rq)
+static void kvb_request_done(struct request *rq, u64 now)
 {
 	struct request_queue *q = rq->q;
 	struct kvb_data *kd = q->elevator->elevator_data;
-	unsigned long state = kvb_rq_state(rq);
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
 	bool recorded = false, run = false;
 	unsigned long flags;
-	u64 now, lat = 0;
+	u64 lat = 0;
 
-	/* Freed while still on our lists would leave a dangling entry. */
-	WARN_ON_ONCE(state & KVB_RQ_QUEUED);
-	if (!(state & KVB_RQ_INFLIGHT))
-		return;
-
-	now = kvb_now();
 	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
 		lat = now - rq->io_start_time_ns;
 	kvb_rq_set_state(rq, 0);
@@ -930,6 +923,35 @@ static void kvb_finish_request(struct request *rq)
 
 	if (run)
 		blk_mq_run_hw_queues(q, true);
+}
+
+/*
+ * blk-mq completes a request, with the time it has just read for its own
+ * accounting (every scheduled request has it read): the completion is
+ * applied with that time, which spares a clock read per request. Before
+ * RQF_USE_SCHED (6.1) this is called for every request of the queue,
+ * flushes included, whose elevator fields are not ours.
+ */
+static void kvb_completed_request(struct request *rq, u64 now)
+{
+	if (kvb_rq_is_sched(rq) && (kvb_rq_state(rq) & KVB_RQ_INFLIGHT))
+		kvb_request_done(rq, now ? now : kvb_now());
+}
+
+/*
+ * Called when a request is freed: after its completion (applied by
+ * kvb_completed_request() just before), or after it was merged into
+ * another request. One still in flight here was freed without a
+ * completion; it is done now.
+ */
+static void kvb_finish_request(struct request *rq)
+{
+	unsigned long state = kvb_rq_state(rq);
+
+	/* Freed while still on our lists would leave a dangling entry. */
+	WARN_ON_ONCE(state & KVB_RQ_QUEUED);
+	if (state & KVB_RQ_INFLIGHT)
+		kvb_request_done(rq, kvb_now());
 }
 
 /*
@@ -1493,6 +1515,7 @@ static struct elevator_type kvbatch_sched = {
 		.request_merged		= kvb_request_merged,
 		.requests_merged	= kvb_requests_merged,
 		.prepare_request	= kvb_prepare_request,
+		.completed_request	= kvb_completed_request,
 		.finish_request		= kvb_finish_request,
 		.requeue_request	= kvb_requeue_request,
 		.insert_requests	= kvb_insert_requests,
