@@ -11,6 +11,13 @@
 # foreign read more than a second after it lifts it. The accounting
 # balances throughout.
 #
+# The depth controller takes each service time from the request's issue
+# stamp (io_start_time_ns, which blk-mq keeps while the queue keeps I/O
+# statistics, as kvbatch asks) and its completion time (blk-mq's, given
+# to completed_request()): whether a request goes on arrival or waits
+# behind a fixed max_inflight of 8, the controller closes windows and
+# measures at least the device's 1 ms.
+#
 # A request dispatched on arrival waits on its hardware context's lane for
 # that context's dispatch. When blk-mq rebuilds the contexts under load
 # (null_blk's submit_queues changed through configfs: the queue frozen,
@@ -25,7 +32,7 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_require_cmd ionice
-kvb_begin_nullb 8 submit_queues=2 hw_queue_depth=128 irqmode=2 \
+kvb_begin_nullb 12 submit_queues=2 hw_queue_depth=128 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 d=nullb0
@@ -43,9 +50,25 @@ echo 256 > "/sys/block/$d/queue/nr_requests"
 dbg=/sys/kernel/debug/block/$d/sched
 echo 1 > "$dbg/reset_stats"
 
+# depth_field NAME: a field of the depth file.
+depth_field() {
+	awk -v k="$1" '$1 == k { print $2 }' "$dbg/depth"
+}
+
 # about: the depth file's demand_about.
 about() {
-	awk '$1 == "demand_about" { print $2 }' "$dbg/depth"
+	depth_field demand_about
+}
+
+# measured WINDOWS: the depth controller has closed windows since it had
+# closed WINDOWS, and its service time is the device's 1 ms or more (and
+# under a second): completions carry their service times.
+measured() {
+	local w s
+
+	w=$(depth_field auto_windows); s=$(depth_field auto_service_us)
+	log "depth windows $1 -> $w, service time $s us"
+	[ "$w" -gt "$1" ] && [ "$s" -ge 1000 ] && [ "$s" -lt 1000000 ]
 }
 
 # one_read [IONICE...]: a 4 KiB direct read, in the given I/O class.
@@ -54,6 +77,7 @@ one_read() {
 		iflag=direct status=none
 }
 
+w0=$(depth_field auto_windows)
 ktap_check "foreign readers, 2 x QD 64, 3 s" \
 	kvb_fio foreign --filename="/dev/$d" --direct=1 --ioengine=io_uring \
 	--rw=randread --bs=4k --iodepth=64 --numjobs=2 --time_based \
@@ -68,6 +92,7 @@ all_direct() {
 	[ "$dis" -gt 1000 ] && [ "$dir" = "$dis" ]
 }
 ktap_check "every request dispatched on arrival" all_direct
+ktap_check "service times measured on arrival dispatch" measured "$w0"
 ktap_check "no demand about: demand_about 0" test "$(about)" = 0
 
 one_read ionice -c 1 -n 0
@@ -75,6 +100,24 @@ ktap_check "a recall read: demand_about 1" test "$(about)" = 1
 sleep 1.5
 one_read
 ktap_check "a foreign read 1.5 s later: demand_about 0" test "$(about)" = 0
+
+echo 8 > "/sys/block/$d/queue/iosched/max_inflight"
+echo 1 > "$dbg/reset_stats"
+w0=$(depth_field auto_windows)
+ktap_check "foreign readers behind max_inflight 8, 3 s" \
+	kvb_fio held --filename="/dev/$d" --direct=1 --ioengine=io_uring \
+	--rw=randread --bs=4k --iodepth=64 --numjobs=2 --time_based \
+	--runtime=3 --group_reporting
+mostly_queued() {
+	local dis dir
+
+	dis=$(kvb_stat "$d" dispatched); dir=$(kvb_stat "$d" direct)
+	log "dispatched $dis, on arrival $dir"
+	[ "$dis" -gt 1000 ] && [ "$((dir * 10))" -lt "$dis" ]
+}
+ktap_check "nearly every request queued first" mostly_queued
+ktap_check "service times measured on queued dispatch" measured "$w0"
+echo 0 > "/sys/block/$d/queue/iosched/max_inflight"
 
 ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$d"
