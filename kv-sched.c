@@ -241,12 +241,14 @@ static void kvb_arm_reap(struct kvb_data *kd)
 /*
  * Apply the completions recorded without the lock. A CPU's records leave
  * the undrained count, in one subtraction, before any of them leaves the
- * core's in-flight count, so that a lockless reader (kvb_inflight()) errs
- * towards "busy" in between. That reader may be a completion that has
- * just recorded behind a CPU already passed here and, seeing work in
- * flight that is done, leaves its record to us: so look again after our
- * updates, until a look finds nothing (its record, barrier, read; our
- * updates, barrier, read: one of the two reads sees the other's write).
+ * core's in-flight count. A lockless reader (kvb_inflight()) may be off
+ * either way in between. Reading low only sends a completion to the lock,
+ * or blk-mq to a dispatch that finds nothing to start. Reading high, a
+ * completion that has just recorded behind a CPU already passed here sees
+ * work in flight that is done and leaves its record to us: so look again
+ * after our updates, until a look finds nothing (its record, barrier,
+ * read; our updates, barrier, read: one of the two reads sees the
+ * other's write).
  */
 void kvb_drain(struct kvb_data *kd)
 {
