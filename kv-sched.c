@@ -853,8 +853,7 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 }
 
 /*
- * A request handed to the driver is done, at @now. Only requests handed to
- * the driver count.
+ * A request handed to the driver is done, at @now.
  *
  * The completion is recorded on this CPU and applied by the next holder of
  * the lock (kvb_drain(): at dispatch, insert, a statistics read, or the
