@@ -77,18 +77,28 @@ one_read() {
 		iflag=direct status=none
 }
 
+# readers NAME: 2 x 64 foreign io_uring readers for 3 s.
+readers() {
+	kvb_fio "$1" --filename="/dev/$d" --direct=1 --ioengine=io_uring \
+		--rw=randread --bs=4k --iodepth=64 --numjobs=2 --time_based \
+		--runtime=3 --group_reporting
+}
+
+# on_arrival: set the caller's dis and dir to the requests dispatched and
+# those of them dispatched on arrival (statistics), and log them.
+on_arrival() {
+	dis=$(kvb_stat "$d" dispatched); dir=$(kvb_stat "$d" direct)
+	log "dispatched $dis, on arrival $dir"
+}
+
 w0=$(depth_field auto_windows)
-ktap_check "foreign readers, 2 x QD 64, 3 s" \
-	kvb_fio foreign --filename="/dev/$d" --direct=1 --ioengine=io_uring \
-	--rw=randread --bs=4k --iodepth=64 --numjobs=2 --time_based \
-	--runtime=3 --group_reporting
+ktap_check "foreign readers, 2 x QD 64, 3 s" readers foreign
 log "$(tr '\n' ' ' < "$dbg/stats")"
 log "$(tr '\n' ' ' < "$dbg/depth")"
 all_direct() {
 	local dis dir
 
-	dis=$(kvb_stat "$d" dispatched); dir=$(kvb_stat "$d" direct)
-	log "dispatched $dis, on arrival $dir"
+	on_arrival
 	[ "$dis" -gt 1000 ] && [ "$dir" = "$dis" ]
 }
 ktap_check "every request dispatched on arrival" all_direct
@@ -104,15 +114,11 @@ ktap_check "a foreign read 1.5 s later: demand_about 0" test "$(about)" = 0
 echo 8 > "/sys/block/$d/queue/iosched/max_inflight"
 echo 1 > "$dbg/reset_stats"
 w0=$(depth_field auto_windows)
-ktap_check "foreign readers behind max_inflight 8, 3 s" \
-	kvb_fio held --filename="/dev/$d" --direct=1 --ioengine=io_uring \
-	--rw=randread --bs=4k --iodepth=64 --numjobs=2 --time_based \
-	--runtime=3 --group_reporting
+ktap_check "foreign readers behind max_inflight 8, 3 s" readers held
 mostly_queued() {
 	local dis dir
 
-	dis=$(kvb_stat "$d" dispatched); dir=$(kvb_stat "$d" direct)
-	log "dispatched $dis, on arrival $dir"
+	on_arrival
 	# Most, not all: a debug kernel submits slowly enough that a
 	# third find room on arrival.
 	[ "$dis" -gt 1000 ] && [ "$((dir * 2))" -lt "$dis" ]
