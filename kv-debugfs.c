@@ -90,13 +90,13 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 	u64 now = ktime_get_ns();
 	struct kvp_batch *b;
 	u32 t;
+	bool demand;
 
 	if (!kd)
 		return -ENODEV;
 	ps = kd->ps;
 
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
+	demand = kvb_lock_applied(kd);
 	/*
 	 * The live list, not the pool: seq_file calls this again with a
 	 * larger buffer when the output does not fit, each time with
@@ -111,7 +111,7 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 	}
 	if (kvp_pending(ps->wq))
 		kvb_show_batch(m, ps->wq, now);
-	spin_unlock_irq(&kd->lock);
+	kvb_unlock_applied(kd, demand);
 	return 0;
 }
 
@@ -123,17 +123,17 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	struct kvb_stats st;
 	unsigned int queued, inflight;
 	int i;
+	bool demand;
 
 	if (!kd)
 		return -ENODEV;
 
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
+	demand = kvb_lock_applied(kd);
 	st = kd->stats;
 	cs = kd->ps->stats;
 	queued = kd->nr_queued;
 	inflight = kd->inflight;
-	spin_unlock_irq(&kd->lock);
+	kvb_unlock_applied(kd, demand);
 
 	seq_printf(m, "inserted %llu\n", st.inserted);
 	seq_printf(m, "merged %llu\n", st.merged);
@@ -190,12 +190,12 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 {
 	struct request_queue *q = data;
 	struct kvb_data *kd = kvb_debugfs_data(q);
+	bool demand;
 
 	if (!kd)
 		return -ENODEV;
 
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
+	demand = kvb_lock_applied(kd);
 	seq_printf(m, "nr_requests %u\n", kd->sched_depth);
 	seq_printf(m, "nr_requests_too_small %d\n", kd->small_pool);
 	seq_printf(m, "async_depth %u\n", kd->async_depth);
@@ -218,7 +218,7 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	seq_printf(m, "inflight %u\n", kd->ps->inflight);
 	seq_printf(m, "held %d\n", kd->held);
 	seq_printf(m, "demand_about %d\n", kd->ps->demand_about);
-	spin_unlock_irq(&kd->lock);
+	kvb_unlock_applied(kd, demand);
 	return 0;
 }
 
@@ -232,14 +232,14 @@ static int kvb_histogram_show(void *data, struct seq_file *m)
 	struct kvb_data *kd = kvb_debugfs_data(q);
 	u64 hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
 	int t, i;
+	bool demand;
 
 	if (!kd)
 		return -ENODEV;
 
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
+	demand = kvb_lock_applied(kd);
 	memcpy(hist, kd->ps->stats.hist, sizeof(hist));
-	spin_unlock_irq(&kd->lock);
+	kvb_unlock_applied(kd, demand);
 
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++)
 		for (i = 0; i < KVB_HIST_BUCKETS; i++)
@@ -257,14 +257,14 @@ static int kvb_tiers_show(void *data, struct seq_file *m)
 	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct kvp_tier tiers[KVB_NR_TIERS];
 	int t;
+	bool demand;
 
 	if (!kd)
 		return -ENODEV;
 
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
+	demand = kvb_lock_applied(kd);
 	memcpy(tiers, kd->ps->tier, sizeof(tiers));
-	spin_unlock_irq(&kd->lock);
+	kvb_unlock_applied(kd, demand);
 
 	for (t = 0; t < KVB_NR_TIERS; t++)
 		seq_printf(m, "%s queued %u inflight %u batches %u\n",
@@ -305,6 +305,7 @@ static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
 	struct request_queue *q = data;
 	struct kvb_data *kd = kvb_debugfs_data(q);
 	char c[3] = { };
+	bool demand;
 
 	if (!kd)
 		return -ENODEV;
@@ -314,11 +315,10 @@ static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
 	if (c[0] != '1' || (count == 2 && c[1] != '\n'))
 		return -EINVAL;
 
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
+	demand = kvb_lock_applied(kd);
 	memset(&kd->stats, 0, sizeof(kd->stats));
 	kvp_stats_reset(kd->ps);
-	spin_unlock_irq(&kd->lock);
+	kvb_unlock_applied(kd, demand);
 	return count;
 }
 

@@ -114,6 +114,9 @@ static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
  * kvb_data.lock held. Every reader of the core's state calls it first.
  */
 void kvb_drain(struct kvb_data *kd);
+bool kvb_lock_applied(struct kvb_data *kd) __acquires(&kd->lock);
+void kvb_unlock_applied(struct kvb_data *kd, bool demand)
+	__releases(&kd->lock);
 
 #ifdef CONFIG_BLK_DEBUG_FS
 #include "blk-mq-debugfs.h"

@@ -465,6 +465,78 @@ static bool kvb_hold(struct kvb_data *kd)
 	return !kvp_throttled(kd->ps);
 }
 
+/* Requests max_inflight must have room for before a hold ends. */
+static inline u32 kvb_kick_batch(u32 limit)
+{
+	return clamp(limit / 8, 1U, 16U);
+}
+
+/*
+ * Completions were applied where no dispatch follows: at a completion
+ * that took the lock, the reap timer, a statistics read or a tunable
+ * store. Each event that would run the queue may have been one of them:
+ * a completion that recorded and returned may have made the room a hold
+ * waits for (kvb_record_needs_lock() read the count before a drain had
+ * applied what it subtracted), or been the last demand request while
+ * writes waited; a depth window closed here may have lowered the limit
+ * below what is in flight, with no hold published, so that has_work()
+ * says "no work" and no completion takes the lock. Publish the hold the
+ * limit calls for, end one there is room for, and return true if the
+ * queue must run. @demand: demand was in flight before the drain.
+ */
+static bool kvb_settle(struct kvb_data *kd, bool demand)
+{
+	struct kvp_sched *ps = kd->ps;
+	u32 limit;
+
+	lockdep_assert_held(&kd->lock);
+
+	kvb_hold(kd);
+	limit = kvp_limit(ps);
+	/*
+	 * Run the queue when a hold has room for a batch of requests (an
+	 * eighth of max_inflight, at most 16): a queue run per completion
+	 * would cost a kblockd work item per request, more than the device
+	 * time on a fast device. The requests still in flight complete and
+	 * make the room, so a hold always ends.
+	 */
+	if (kd->held && (!ps->queued || !limit ||
+			 ps->inflight + kvb_kick_batch(limit) <= limit)) {
+		WRITE_ONCE(kd->held, false);
+		if (ps->queued)
+			return true;
+	}
+	/* The last demand request is done while requests (writes) wait. */
+	return ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight;
+}
+
+/*
+ * The lock for a reader outside the request paths (debugfs, the reap
+ * timer, a tunable store), with the recorded completions applied; returns
+ * what kvb_unlock_applied() needs. Interrupts are enabled on entry.
+ */
+bool kvb_lock_applied(struct kvb_data *kd)
+	__acquires(&kd->lock)
+{
+	bool demand;
+
+	spin_lock_irq(&kd->lock);
+	demand = kd->ps->tier[KVB_TIER_DEMAND].inflight;
+	kvb_drain(kd);
+	return demand;
+}
+
+/* Release it, and run the queue if what was applied calls for it. */
+void kvb_unlock_applied(struct kvb_data *kd, bool demand)
+	__releases(&kd->lock)
+{
+	bool run = kvb_settle(kd, demand);
+
+	spin_unlock_irq(&kd->lock);
+	if (run)
+		blk_mq_run_hw_queues(kd->q, true);
+}
+
 /* The first request on @hctx's lane (kvb_insert_direct()), if any. */
 static struct request *kvb_lane_take(struct blk_mq_hw_ctx *hctx)
 {
@@ -814,12 +886,6 @@ static void kvb_prepare_request(struct request *rq)
 	rq->elv.priv[1] = NULL;
 }
 
-/* Requests max_inflight must have room for before a hold ends. */
-static inline u32 kvb_kick_batch(u32 limit)
-{
-	return clamp(limit / 8, 1U, 16U);
-}
-
 /*
  * Must this completion, already recorded, take the lock? Only if it may
  * have to run the queue, or the device goes idle.
@@ -828,8 +894,11 @@ static inline u32 kvb_kick_batch(u32 limit)
  * room for a batch: it runs the queue. While the hold lasts with less
  * room, a later completion makes the room: of completions that race, the
  * last to read the count sees all of their records (each reads after its
- * own record, behind a full barrier), so the one that makes the room is
- * never missed.
+ * own record, behind a full barrier). It may still read high, while a
+ * drain has taken records off the undrained count but not yet off the
+ * in-flight count; that drain then applies its record too, and ends the
+ * hold itself (kvb_settle(), or the dispatch or insert it is part of).
+ * So the room is never missed.
  *
  * Nothing is left in flight or queued: the device goes idle, and its
  * batches close now rather than at the next request. Work still queued
@@ -859,8 +928,10 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
  * the lock (kvb_drain(): at dispatch, insert, a statistics read, or the
  * completion that needs it), unless it may have to run the queue
  * (kvb_record_needs_lock()). Deferred writes may wait for the end of
- * demand, which only the locked path sees: while writes are queued, every
- * completion takes the lock.
+ * demand, which only a locked path sees: while writes are queued, every
+ * completion takes the lock; one that recorded as the first write was
+ * queued is seen by the next holder of the lock (kvb_settle(), or the
+ * dispatch or insert it is part of).
  */
 static void kvb_request_done(struct request *rq, u64 now)
 {
@@ -868,7 +939,7 @@ static void kvb_request_done(struct request *rq, u64 now)
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
-	bool recorded = false, run = false;
+	bool recorded = false, demand, run;
 	unsigned long flags;
 	u64 lat = 0;
 
@@ -883,43 +954,23 @@ static void kvb_request_done(struct request *rq, u64 now)
 	}
 
 	spin_lock_irqsave(&kd->lock, flags);
+	/* Before the records: one of them may be the last demand request. */
+	demand = ps->tier[KVB_TIER_DEMAND].inflight;
 	kvb_drain(kd);
 	if (!b) {
 		kd->inflight--;
 		kd->stats.completed++;
-	} else {
-		bool demand = ps->tier[KVB_TIER_DEMAND].inflight;
-		u32 limit;
-
-		if (!recorded) {
-			kvb_complete_one(kd, b, now, lat);
-			kvb_arm_reap(kd);
-			/*
-			 * A completion that recorded meanwhile may have read
-			 * the in-flight count before this one: see
-			 * kvb_drain().
-			 */
-			smp_mb();
-			kvb_drain(kd);
-		}
+	} else if (!recorded) {
+		kvb_complete_one(kd, b, now, lat);
+		kvb_arm_reap(kd);
 		/*
-		 * Run the queue when a hold has made room for a batch of
-		 * requests (an eighth of max_inflight, at most 16): a queue
-		 * run per completion would cost a kblockd work item per
-		 * request, more than the device time on a fast device. The
-		 * requests still in flight complete and make the room, so a
-		 * hold always ends. Also run it when the last demand request
-		 * is done while writes wait.
+		 * A completion that recorded meanwhile may have read the
+		 * in-flight count before this one: see kvb_drain().
 		 */
-		limit = kvp_limit(ps);
-		if (kd->held && (!ps->queued || !limit ||
-				 ps->inflight + kvb_kick_batch(limit) <= limit)) {
-			WRITE_ONCE(kd->held, false);
-			run = ps->queued;
-		}
-		if (ps->queued && demand && !ps->tier[KVB_TIER_DEMAND].inflight)
-			run = true;
+		smp_mb();
+		kvb_drain(kd);
 	}
+	run = kvb_settle(kd, demand);
 	spin_unlock_irqrestore(&kd->lock, flags);
 
 	if (run)
@@ -1291,13 +1342,11 @@ static void kvb_exit_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 static void kvb_reap_timer_fn(struct timer_list *t)
 {
 	struct kvb_data *kd = container_of(t, struct kvb_data, reap_timer);
-	unsigned long flags;
+	bool demand = kvb_lock_applied(kd);
 
-	spin_lock_irqsave(&kd->lock, flags);
-	kvb_drain(kd);
 	kvp_reap(kd->ps, ktime_get_ns());
 	kvb_arm_reap(kd);
-	spin_unlock_irqrestore(&kd->lock, flags);
+	kvb_unlock_applied(kd, demand);
 }
 
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
@@ -1457,8 +1506,8 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 				 size_t count, enum kvb_tunable t)
 {
 	struct kvb_data *kd = e->elevator_data;
-	unsigned long flags;
 	unsigned int val;
+	bool demand;
 
 	if (t == KVB_BATCH_KEY) {
 		if (kvb_parse_key(page, count, &val))
@@ -1469,10 +1518,11 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	if (val < kvb_tunables[t].min || val > kvb_tunables[t].max)
 		return -EINVAL;
 
-	spin_lock_irqsave(&kd->lock, flags);
+	/* A lower max_inflight may hold work already queued. */
+	demand = kvb_lock_applied(kd);
 	WRITE_ONCE(kd->tun[t], val);
 	kvb_apply_params(kd);
-	spin_unlock_irqrestore(&kd->lock, flags);
+	kvb_unlock_applied(kd, demand);
 	if (t == KVB_ASYNC_DEPTH)
 		kvb_update_depth(kd, READ_ONCE(kd->sched_depth));
 	/* A higher max_inflight, or a shorter expire, may free requests. */
