@@ -11,11 +11,19 @@
 # foreign read more than a second after it lifts it. The accounting
 # balances throughout.
 #
+# Behind a fixed max_inflight of 1 the device, not the guest's CPU, is
+# the bottleneck on any kernel (1000 IOPS at 1 ms, where a debug kernel
+# under TCG submits 1400 to 3500): nearly every arrival finds the limit
+# full or requests queued before it, and is queued. (At 8, the device
+# would allow 8000 IOPS; a 7.3 debug guest submitting 1600 kept fewer
+# than 8 in flight most of the time, and 64% of its requests found room
+# on arrival, as they should.)
+#
 # The depth controller takes each service time from the request's issue
 # stamp (io_start_time_ns, which blk-mq keeps while the queue keeps I/O
 # statistics, as kvbatch asks) and its completion time (blk-mq's, given
 # to completed_request()): whether a request goes on arrival or waits
-# behind a fixed max_inflight of 8, the controller closes windows and
+# behind the fixed max_inflight, the controller closes windows and
 # measures at least the device's 1 ms.
 #
 # A request dispatched on arrival waits on its hardware context's lane for
@@ -111,19 +119,20 @@ sleep 1.5
 one_read
 ktap_check "a foreign read 1.5 s later: demand_about 0" test "$(about)" = 0
 
-echo 8 > "/sys/block/$d/queue/iosched/max_inflight"
+echo 1 > "/sys/block/$d/queue/iosched/max_inflight"
 echo 1 > "$dbg/reset_stats"
 w0=$(depth_field auto_windows)
-ktap_check "foreign readers behind max_inflight 8, 3 s" readers held
+ktap_check "foreign readers behind max_inflight 1, 3 s" readers held
 mostly_queued() {
 	local dis dir
 
 	on_arrival
-	# Most, not all: a debug kernel submits slowly enough that a
-	# third find room on arrival.
-	[ "$dis" -gt 1000 ] && [ "$((dir * 2))" -lt "$dis" ]
+	# Not all: the first arrival, and any that finds the device idle
+	# between fio's completions and its next submissions, goes on
+	# arrival.
+	[ "$dis" -gt 1000 ] && [ "$((dir * 10))" -lt "$dis" ]
 }
-ktap_check "most requests queued first" mostly_queued
+ktap_check "at least 90% of requests queued first" mostly_queued
 ktap_check "service times measured on queued dispatch" measured "$w0"
 echo 0 > "/sys/block/$d/queue/iosched/max_inflight"
 
