@@ -81,6 +81,10 @@ guest_run() {
 	# test's status hides it, so read kvvm's own report lines as well.
 	if [ "$rc" = 3 ] || grep -q '^kvvm: kernel report:' "$log"; then
 		ktap_test_fail "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
+		# Which test was running and the first report line, again
+		# beside the failure: a CI log shown in part may have cut
+		# the full report above.
+		grep '^kvvm: kernel report: after ' "$log" | head -n 5 | ktap_diag
 	elif [ "$rc" != 124 ] && [ "$rc" != 125 ]; then
 		ktap_test_pass "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
 	fi
