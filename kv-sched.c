@@ -616,7 +616,8 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
  * runs the queue (kvb_request_done()); and while deferred writes are
  * held behind in-flight demand it says "no work", as dispatch would, so
  * blk-mq does not poll: the last demand completion runs the queue, and
- * kvb_arm_write_expiry() the oldest write's expiry.
+ * the run armed at insert (kvb_write_expiry_delay()) the oldest write's
+ * expiry.
  */
 static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 {
@@ -643,23 +644,26 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 }
 
 /*
- * Deferred writes are held: run the queue when the oldest expires, in case
- * demand is still in flight then. Called after an insert, without the
- * lock; a later insert re-arms the same expiry.
+ * Deferred writes are held behind demand in flight: the delay, in
+ * milliseconds, to a queue run when the oldest expires, in case demand is
+ * still in flight then; 0 when none is held. A later insert re-arms the
+ * same expiry. Worked out under the lock and armed by the caller after it
+ * is dropped, on the queue: from then on the requests just inserted may
+ * complete, and a waiting elevator switch may free @kd.
  */
-static void kvb_arm_write_expiry(struct kvb_data *kd)
+static unsigned long kvb_write_expiry_delay(struct kvb_data *kd)
 {
-	unsigned long flags;
+	struct kvp_sched *ps = kd->ps;
 	u64 now, until;
-	bool held;
 
-	spin_lock_irqsave(&kd->lock, flags);
+	lockdep_assert_held(&kd->lock);
+
+	if (!ps->wq->queued || !ps->tier[KVB_TIER_DEMAND].inflight)
+		return 0;
 	now = ktime_get_ns();
-	held = kvp_writes_held(kd->ps, now, &until);
-	spin_unlock_irqrestore(&kd->lock, flags);
-	if (held)
-		blk_mq_delay_run_hw_queues(kd->q,
-					   div_u64(until - now, NSEC_PER_MSEC) + 1);
+	if (!kvp_writes_held(ps, now, &until))
+		return 0;
+	return div_u64(until - now, NSEC_PER_MSEC) + 1;
 }
 
 /* The tier of data with priority @prio and flags @opf (request or bio). */
@@ -848,7 +852,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	unsigned long irqflags;
 	LIST_HEAD(direct);
 	LIST_HEAD(free);
-	bool writes_held;
+	unsigned long expiry;
 
 	spin_lock_irqsave(&kd->lock, irqflags);
 	/* A batch whose last request completed is closed before it is joined. */
@@ -862,8 +866,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	}
 	/* The queue run that follows the insert sees any room this makes. */
 	kvb_hold(kd);
-	writes_held = kd->ps->wq->queued &&
-		      kd->ps->tier[KVB_TIER_DEMAND].inflight;
+	expiry = kvb_write_expiry_delay(kd);
 	spin_unlock_irqrestore(&kd->lock, irqflags);
 
 	/* Before the queue run that follows: it takes them. */
@@ -875,8 +878,9 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 
 	/* Requests merged away at insert are freed outside the lock. */
 	blk_mq_free_requests(&free);
-	if (writes_held)
-		kvb_arm_write_expiry(kd);
+	/* Not @kd: see kvb_write_expiry_delay(). */
+	if (expiry)
+		blk_mq_delay_run_hw_queues(q, expiry);
 }
 
 /* Called from blk_mq_rq_ctx_init() for every request we will schedule. */
