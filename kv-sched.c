@@ -658,6 +658,10 @@ static unsigned long kvb_write_expiry_delay(struct kvb_data *kd)
 
 	lockdep_assert_held(&kd->lock);
 
+	/*
+	 * kvp_writes_held() checks these too; asking first keeps the clock
+	 * read off every insert that has no write waiting.
+	 */
 	if (!ps->wq->queued || !ps->tier[KVB_TIER_DEMAND].inflight)
 		return 0;
 	now = ktime_get_ns();
