@@ -1,18 +1,21 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# The guest harness itself: tools/kvvm keeps one io_uring ring open for the
-# whole run, so that the rings fio and kvbench create and free never make
-# the kernel rewrite io_submit_sqes()'s static branch (7.3 has one). A
-# rewrite goes through a transient int3, and under multi-threaded TCG a
-# vCPU can execute that int3 after the rewrite is over: the guest oopses
-# in io_uring, and the tests still to run are lost.
+# The guest harness itself: tools/kvvm keeps one io_uring ring and one
+# memory cgroup for the whole run, so that the rings fio and kvbench
+# create and free, and the cgroups tests make and remove, never make the
+# kernel rewrite a static branch: io_submit_sqes()'s (7.3 has one) or the
+# memory cgroup's accounting branches. A rewrite goes through a transient
+# int3, and under multi-threaded TCG a vCPU can execute that int3 after
+# the rewrite is over: the guest oopses, and the tests still to run are
+# lost.
 #
 # Checked directly: a kprobe counts the kernel's jump-label patches while
-# fio's io_uring rings come and go, and there must be none. The same probe
-# must count the two patches of a tracepoint switched on and off, or it
-# proves nothing. On kernels without the io_uring key (6.1, 6.12) the
-# first count is zero with or without the held ring.
+# fio's io_uring rings come and go, and while a cgroup with the io
+# controller is made and removed; there must be none. The same probe must
+# count the patches of a tracepoint switched on and off, or it proves
+# nothing. On kernels without the io_uring key (6.1, 6.12) the ring count
+# is zero with or without the held ring.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
@@ -23,7 +26,7 @@ grep -qw arch_jump_label_transform_queue /proc/kallsyms ||
 	ktap_exit_skip "no arch_jump_label_transform_queue to probe"
 
 ktap_print_header
-ktap_set_plan 3
+ktap_set_plan 5
 
 # 1: the holder runs and holds a ring.
 held=0
@@ -34,6 +37,9 @@ for p in $(pgrep -f 'python3 - kvvm-uring-hold$'); do
 done
 ktap_check "kvvm holds an io_uring ring (python3 - kvvm-uring-hold)" \
 	test "$held" = 1
+cg=/sys/fs/cgroup
+ktap_check "kvvm holds a memory cgroup ($cg/kvvm-hold)" \
+	grep -qw memory "$cg/kvvm-hold/cgroup.controllers"
 
 # patches COMMAND...: how many jump-label patches the kernel makes while
 # COMMAND runs (the count from a kprobe on the x86 patch queue, which
@@ -82,6 +88,14 @@ rings() {
 	done
 }
 
+# A cgroup with the io controller (which brings the memory controller's
+# state with it), made and removed; its memory state is freed later, from
+# a work item.
+cgroups() {
+	echo +io > "$cg/cgroup.subtree_control" &&
+		mkdir "$cg/kvb-guest" && rmdir "$cg/kvb-guest"
+}
+
 ev=/sys/kernel/tracing/events/module/module_load/enable
 flip() {
 	echo 1 > "$ev" && echo 0 > "$ev"
@@ -101,6 +115,12 @@ fi
 n=$(patches rings)
 log "patches while fio made and freed 6 io_uring rings: $n"
 ktap_check "no kernel code patched while fio's io_uring rings come and go ($n)" \
+	test "$n" -eq 0
+
+# 5: none while a cgroup comes and goes.
+n=$(patches cgroups)
+log "patches while a cgroup with the io controller was made and removed: $n"
+ktap_check "no kernel code patched while a cgroup comes and goes ($n)" \
 	test "$n" -eq 0
 
 ktap_finished
