@@ -37,6 +37,7 @@ for p in $(pgrep -f 'python3 - kvvm-uring-hold$'); do
 done
 ktap_check "kvvm holds an io_uring ring (python3 - kvvm-uring-hold)" \
 	test "$held" = 1
+# 2: and the memory cgroup.
 cg=/sys/fs/cgroup
 ktap_check "kvvm holds a memory cgroup ($cg/kvvm-hold)" \
 	grep -qw memory "$cg/kvvm-hold/cgroup.controllers"
@@ -44,14 +45,16 @@ ktap_check "kvvm holds a memory cgroup ($cg/kvvm-hold)" \
 # patches COMMAND...: how many jump-label patches the kernel makes while
 # COMMAND runs (the count from a kprobe on the x86 patch queue, which
 # every static-key switch goes through, one call per patched site); -1 if
-# bpftrace did not start or COMMAND failed.
+# bpftrace did not start or COMMAND failed. bpftrace's output, with the
+# patches' kernel stacks, stays in $KVB_SCRATCH/patches-COMMAND.out.
 patches() {
-	local out=$KVB_SCRATCH/patches.out bt n rc
+	local out=$KVB_SCRATCH/patches-$1.out bt n rc
 
 	: > "$out"
 	bpftrace -e '
 		BEGIN { printf("attached\n"); }
-		kprobe:arch_jump_label_transform_queue { @n = count(); }' \
+		kprobe:arch_jump_label_transform_queue {
+			@n = count(); @where[kstack(6)] = count(); }' \
 		> "$out" 2>&1 &
 	bt=$!
 	for _ in $(seq 300); do
@@ -90,18 +93,22 @@ rings() {
 
 # A cgroup with the io controller (which brings the memory controller's
 # state with it), made and removed; its memory state is freed later, from
-# a work item.
+# a work item. (patches runs it in a subshell: the io controller is
+# switched on for the root's children, and off at the end, out here.)
 cgroups() {
-	echo +io > "$cg/cgroup.subtree_control" &&
-		mkdir "$cg/kvb-guest" && rmdir "$cg/kvb-guest"
+	mkdir "$cg/kvb-guest" && rmdir "$cg/kvb-guest"
 }
+if ! grep -qw io "$cg/cgroup.subtree_control"; then
+	echo +io > "$cg/cgroup.subtree_control"
+	kvb_defer "echo -io > $cg/cgroup.subtree_control"
+fi
 
 ev=/sys/kernel/tracing/events/module/module_load/enable
 flip() {
 	echo 1 > "$ev" && echo 0 > "$ev"
 }
 
-# 2: the probe sees a tracepoint's key switched on and off.
+# 3: the probe sees a tracepoint's key switched on and off.
 if [ -w "$ev" ]; then
 	n=$(patches flip)
 	log "patches while module:module_load was switched on and off: $n"
@@ -111,16 +118,18 @@ else
 	ktap_test_skip "the kprobe counts jump-label patches" "no $ev"
 fi
 
-# 3: none while rings come and go.
+# 4: none while rings come and go.
 n=$(patches rings)
 log "patches while fio made and freed 6 io_uring rings: $n"
 ktap_check "no kernel code patched while fio's io_uring rings come and go ($n)" \
 	test "$n" -eq 0
+[ "$n" -eq 0 ] || ktap_diag < "$KVB_SCRATCH/patches-rings.out"
 
 # 5: none while a cgroup comes and goes.
 n=$(patches cgroups)
 log "patches while a cgroup with the io controller was made and removed: $n"
 ktap_check "no kernel code patched while a cgroup comes and goes ($n)" \
 	test "$n" -eq 0
+[ "$n" -eq 0 ] || ktap_diag < "$KVB_SCRATCH/patches-cgroups.out"
 
 ktap_finished
