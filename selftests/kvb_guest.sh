@@ -69,8 +69,7 @@ patches() {
 	# A key freed by its last user may switch off only after a delay
 	# (deferred static keys wait a second).
 	sleep 2
-	kill -INT "$bt" 2>/dev/null
-	wait "$bt"
+	kvb_bpftrace_stop "$bt" >&2 || rc=$?
 	if ! grep -q '^attached' "$out" || [ "$rc" != 0 ]; then
 		ktap_diag < "$out" >&2
 		echo "# $* failed (status $rc)" >&2

@@ -135,30 +135,13 @@ misses=$(bpftool prog show --json |
 log "BPF program runs the kernel skipped (recursion misses): $misses"
 # Stop the tools like Ctrl-C would; each must print its maps and exit.
 # One at a time: four bpftrace instances tearing down at once on a
-# two-vCPU TCG guest can take longer than any sane bound. Debian 12's
-# bpftrace has once (in dozens of runs) let a SIGINT pass unheeded, with
-# the guest idle and its kernel log clean: as a user would, press Ctrl-C
-# again after 30 s, and say so.
+# two-vCPU TCG guest can take longer than any sane bound.
 stop_tools() {
-	local i p ok=0
+	local p ok=0
 
 	for p in "${pids[@]}"; do
-		kill -INT "$p" 2>/dev/null
-		for i in $(seq 120); do
-			kill -0 "$p" 2>/dev/null || break
-			if [ "$i" = 60 ]; then
-				log "bpftrace $p still running 30s after SIGINT: a second SIGINT"
-				kill -INT "$p" 2>/dev/null
-			fi
-			sleep 0.5
-		done
-		if kill -0 "$p" 2>/dev/null; then
-			log "bpftrace $p did not exit on two SIGINTs within 60s: $(tr '\0' ' ' < /proc/$p/cmdline)"
-			kill -KILL "$p"
-			ok=1
-		fi
+		kvb_bpftrace_stop "$p" || ok=1
 	done
-	wait "${pids[@]}" 2>/dev/null
 	return $ok
 }
 ktap_check "all four tools exit on SIGINT and print their maps" stop_tools

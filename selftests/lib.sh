@@ -521,3 +521,30 @@ kvb_fio() {
 }
 
 _kvb_setup
+
+# kvb_bpftrace_stop PID: stop a bpftrace as Ctrl-C would, so that it
+# prints its maps and exits. Debian 12's bpftrace has once (in dozens of
+# runs) let a SIGINT pass unheeded, with the guest idle and its kernel log
+# clean: as a user would, press Ctrl-C again after 30 s, and say so; after
+# 60 s kill it and fail.
+kvb_bpftrace_stop() {
+	local p=$1 i
+
+	kill -INT "$p" 2>/dev/null
+	for i in $(seq 120); do
+		kill -0 "$p" 2>/dev/null || break
+		if [ "$i" = 60 ]; then
+			log "bpftrace $p still running 30s after SIGINT: a second SIGINT"
+			kill -INT "$p" 2>/dev/null
+		fi
+		sleep 0.5
+	done
+	if kill -0 "$p" 2>/dev/null; then
+		log "bpftrace $p did not exit on two SIGINTs within 60s: $(tr '\0' ' ' < /proc/"$p"/cmdline)"
+		kill -KILL "$p"
+		wait "$p" 2>/dev/null
+		return 1
+	fi
+	wait "$p" 2>/dev/null
+	return 0
+}
