@@ -20,7 +20,8 @@
  * may have to run the queue, or that leaves the device idle, takes it: the
  * one that makes room for work held back by max_inflight, the last one in
  * flight when nothing is queued, and any while deferred writes wait for
- * the end of demand (kvb_request_done()).
+ * the end of demand (kvb_request_done()). The last one in flight goes to
+ * the lock without a record: it would take the lock anyway.
  *
  * See Documentation/kvbatch.rst.
  */
@@ -955,7 +956,18 @@ static void kvb_request_done(struct request *rq, u64 now)
 		lat = now - rq->io_start_time_ns;
 	kvb_rq_set_state(rq, 0);
 
-	if (b && !READ_ONCE(ps->wq->queued) && kvb_record(kd, b, now, lat)) {
+	/*
+	 * The last request in flight, with nothing queued or held: the
+	 * device goes idle, and this completion would take the lock after
+	 * recording (kvb_record_needs_lock()). Apply it there without the
+	 * record, its drain and their barriers: on a device as fast as its
+	 * submitters, most completions. ps->inflight, read without the lock,
+	 * may be stale; either way the path taken is correct, only dearer.
+	 */
+	if (b && !READ_ONCE(ps->wq->queued) &&
+	    (READ_ONCE(ps->inflight) > 1 || READ_ONCE(ps->queued) ||
+	     READ_ONCE(kd->held)) &&
+	    kvb_record(kd, b, now, lat)) {
 		recorded = true;
 		if (!kvb_record_needs_lock(kd))
 			return;
