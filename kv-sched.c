@@ -931,6 +931,21 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 }
 
 /*
+ * Is this completion, not yet recorded, the last request in flight, with
+ * nothing queued or held? The device then goes idle and the completion
+ * would take the lock after recording (kvb_record_needs_lock()), so it
+ * goes there without the record, its drain and their barriers: on a
+ * device as fast as its submitters, most completions. Read without the
+ * lock and possibly stale; either answer leads to a correct path, only a
+ * dearer one.
+ */
+static bool kvb_goes_idle(struct kvb_data *kd)
+{
+	return READ_ONCE(kd->ps->inflight) <= 1 &&
+	       !READ_ONCE(kd->ps->queued) && !READ_ONCE(kd->held);
+}
+
+/*
  * A request handed to the driver is done, at @now.
  *
  * The completion is recorded on this CPU and applied by the next holder of
@@ -956,17 +971,7 @@ static void kvb_request_done(struct request *rq, u64 now)
 		lat = now - rq->io_start_time_ns;
 	kvb_rq_set_state(rq, 0);
 
-	/*
-	 * The last request in flight, with nothing queued or held: the
-	 * device goes idle, and this completion would take the lock after
-	 * recording (kvb_record_needs_lock()). Apply it there without the
-	 * record, its drain and their barriers: on a device as fast as its
-	 * submitters, most completions. ps->inflight, read without the lock,
-	 * may be stale; either way the path taken is correct, only dearer.
-	 */
-	if (b && !READ_ONCE(ps->wq->queued) &&
-	    (READ_ONCE(ps->inflight) > 1 || READ_ONCE(ps->queued) ||
-	     READ_ONCE(kd->held)) &&
+	if (b && !READ_ONCE(ps->wq->queued) && !kvb_goes_idle(kd) &&
 	    kvb_record(kd, b, now, lat)) {
 		recorded = true;
 		if (!kvb_record_needs_lock(kd))
