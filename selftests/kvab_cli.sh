@@ -93,8 +93,9 @@ rc=$?
 ktap_check "a patch that does not apply: nonzero exit, said so, no module" \
 	sh -c "[ $rc != 0 ] && grep -q 'does not apply' '$tmp/err' && [ ! -s '$tmp/out' ]"
 
-# -p: mq-deadline and kvbatch, one short run each on the cost row.
-"$kvab" -p -k "$krel" -r 1 -t 2 -w cost > "$tmp/prof" 2> "$tmp/err"
+# -p: mq-deadline and kvbatch, one short run each on the cost row and on
+# the recall row (kvbench).
+"$kvab" -p -k "$krel" -r 1 -t 2 -w "cost recall" > "$tmp/prof" 2> "$tmp/err"
 rc=$?
 ktap_diag < "$tmp/prof"
 # col LABEL N: the N-th number on the first report line that starts with
@@ -118,6 +119,16 @@ prof_ok() {
 		'BEGIN { exit !(a == 0 && b > 0) }'
 }
 ktap_check "-p counts instructions per request, each scheduler's own under it alone" prof_ok
+# The recall row's report: the requests kvbench completed, and kvbatch's
+# own functions under it alone.
+# shellcheck disable=SC2317
+recall_ok() {
+	sed -n '/^== recall: guest instructions per request ==/,$p' "$tmp/prof" |
+		awk 'index($0, "requests") == 1 { r1 = $2; r2 = $3 }
+		     index($0, "kvb_insert_requests [kvbatch]") == 1 { k1 = $3; k2 = $4 }
+		     END { exit !(r1 > 1000 && r2 > 1000 && k1 == 0 && k2 > 0) }'
+}
+ktap_check "-p counts the recall row's requests (kvbench) too" recall_ok
 
 "$top/tools/kvvm" -k "$krel" --plugin "$tmp/nosuch.so" -- true > /dev/null 2> "$tmp/err"
 rc=$?
