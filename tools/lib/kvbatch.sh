@@ -45,6 +45,11 @@ KVB_NULLB_COST=(submit_queues=2 hw_queue_depth=64 irqmode=0 gb=4)
 # shellcheck disable=SC2034
 KVB_NULLB_DEEP=(submit_queues=2 hw_queue_depth=128 irqmode=2
 		completion_nsec=1000000 gb=4)
+# kvbench's deep recall row on that device (make bench's deep boot,
+# tools/kvab's recall row): recall batches of 16-64 4k reads among 256
+# foreign and 64 prefetch readers.
+# shellcheck disable=SC2034
+KVB_DEEP_RECALL=(-s 16,32,64 -b 4096 --foreign 256 --prefetch 64)
 
 # kvb_rotate WORD...: print the words with the first moved to the end.
 # Benchmarks run their schedulers in an order rotated every round: the
