@@ -53,6 +53,24 @@ done
 ktap_check "17 bad argument lists: exit 2 with the usage, nothing built" \
 	[ $bad = 0 ]
 
+# kvinsns.py on fixed counts: each scheduler's own functions are its
+# module's ([kyber_iosched] for kyber, [kvbatch] for kvbatch) or, built
+# in, its prefix (dd_ for mq-deadline); 10 requests of 100 instructions
+# in one function each, so 100 per request under every scheduler.
+mkdir "$tmp/prof-fix"
+printf '%s\n' 'cost mq-deadline 10 0 1 1' 'cost kyber 10 0 2 1' \
+	'cost kvbatch 10 0 3 1' > "$tmp/prof-fix/runs"
+printf 'ffffffff81000000 T blk_mq_submit_bio\nffffffff81677350 t dd_has_work\n'\
+'ffffffffc0001000 t kyber_has_work\t[kyber_iosched]\n'\
+'ffffffffc0002000 t kvb_has_work\t[kvbatch]\n' > "$tmp/prof-fix/kallsyms-cost"
+: > "$tmp/prof-fix/snap.0"
+echo 'ffffffff81677350 10 100' > "$tmp/prof-fix/snap.1"
+echo 'ffffffffc0001000 10 100' > "$tmp/prof-fix/snap.2"
+echo 'ffffffffc0002000 10 100' > "$tmp/prof-fix/snap.3"
+python3 "$top/tools/lib/kvinsns.py" "$tmp/prof-fix" > "$tmp/fix.out" 2>&1
+ktap_check "kvinsns.py: a module scheduler's (kyber's) own functions are its module's" \
+	grep -qE "^the scheduler's own functions +100 +100 +100\$" "$tmp/fix.out"
+
 # A patch that adds a modinfo field, to find in its module.
 mkdir -p "$tmp/a" "$tmp/b"
 cp "$top/kv-sched.c" "$tmp/a/kv-sched.c"

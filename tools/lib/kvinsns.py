@@ -30,6 +30,13 @@ OWN_PREFIXES = {
     "kyber": ("kyber_",),
     "bfq": ("bfq_", "__bfq_"),
 }
+# Their modules, where they are built as modules (kvbatch's and its kvab
+# variants' modules are named as their elevators).
+OWN_MODULES = {
+    "mq-deadline": "mq_deadline",
+    "kyber": "kyber_iosched",
+    "bfq": "bfq",
+}
 
 
 def usage():
@@ -74,7 +81,7 @@ def load(d, n):
 
 def own(sched, fn):
     if fn.endswith("]"):
-        return fn.rsplit(" ", 1)[1] == f"[{sched}]"
+        return fn.rsplit(" ", 1)[1] == f"[{OWN_MODULES.get(sched, sched)}]"
     return fn.startswith(OWN_PREFIXES.get(sched, ("\0",)))
 
 
