@@ -265,7 +265,9 @@ static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
 	enum kvb_tier t = b->tier;
 	u64 dur = b->last_ns > b->open_ns ? b->last_ns - b->open_ns : 0;
 
-	list_del_init(&b->drain_node);
+	/* Only a draining batch is on the draining list. */
+	if (b->state == KVP_BATCH_DRAINING)
+		list_del_init(&b->drain_node);
 	kvp_hash_del(ps, b);
 	list_del_init(&b->live_node);
 
