@@ -60,11 +60,10 @@ struct kvp_params {
 	u32	max_inflight;		/* 0: no limit */
 	/*
 	 * max_inflight is the depth controller's (the tunable is 0): it
-	 * applies only while demand is about, and limit_ceiling (what the
-	 * device holds; 0: no limit) otherwise (kvp_limit()).
+	 * applies only while demand is about; otherwise nothing is held
+	 * (kvp_limit()).
 	 */
 	bool	limit_auto;
-	u32	limit_ceiling;
 	/* Minimum share of dispatches, in percent, while backlogged. */
 	u32	share_pct[KVB_NR_BATCH_TIERS];
 };
@@ -282,11 +281,15 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
  * after the last one, once none is pending. An automatic max_inflight
  * holds only then: it keeps the device's queue short so that a recall's
  * tail is not behind it, and with no recall about a short device queue
- * only costs the host a queue of its own. Otherwise the limit is what the
- * device holds (limit_ceiling), so that what it cannot take still waits
- * in kvbatch, in order and open to merges. The linger is longer than the
- * gaps between a serving engine's recalls, so under recall traffic the
- * automatic limit stays in force.
+ * only costs the host a queue of its own. Otherwise nothing is held: each
+ * hardware queue's own tags bound it, and blk-mq stops asking for work
+ * at the first request without a tag, so what the device cannot take
+ * still waits in kvbatch, in order and open to merges. A device-wide
+ * count (the depth controller's ceiling, the sum of the queues' tags)
+ * would do that worse: unless every queue is loaded alike, it fills while one queue's
+ * tags are idle. The linger is longer than the gaps between a serving
+ * engine's recalls, so under recall traffic the automatic limit stays in
+ * force.
  */
 #define KVP_DEMAND_LINGER_NS	(1000ULL * 1000 * 1000)
 
@@ -294,7 +297,7 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
 static inline u32 kvp_limit(const struct kvp_sched *ps)
 {
 	if (ps->p.limit_auto && !READ_ONCE(ps->demand_about))
-		return ps->p.limit_ceiling;
+		return 0;
 	return ps->p.max_inflight;
 }
 
