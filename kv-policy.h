@@ -61,9 +61,11 @@ struct kvp_params {
 	/*
 	 * max_inflight is the depth controller's (the tunable is 0): it
 	 * applies only while demand is about; otherwise nothing is held
-	 * (kvp_limit()).
+	 * (kvp_limit()), and limit_ceiling (what the device holds; 0: no
+	 * bound) bounds only dispatch on arrival (kvp_may_direct()).
 	 */
 	bool	limit_auto;
+	u32	limit_ceiling;
 	/* Minimum share of dispatches, in percent, while backlogged. */
 	u32	share_pct[KVB_NR_BATCH_TIERS];
 };
@@ -285,8 +287,8 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
  * hardware queue's own tags bound it, and blk-mq stops asking for work
  * at the first request without a tag, so what the device cannot take
  * still waits in kvbatch, in order and open to merges. A device-wide
- * count (the depth controller's ceiling, the sum of the queues' tags)
- * would do that worse: unless every queue is loaded alike, it fills while one queue's
+ * count (limit_ceiling, the sum of the queues' tags) would do that
+ * worse: unless every queue is loaded alike, it fills while one queue's
  * tags are idle. The linger is longer than the gaps between a serving
  * engine's recalls, so under recall traffic the automatic limit stays in
  * force.
@@ -317,12 +319,18 @@ static inline bool kvp_throttled(const struct kvp_sched *ps)
  * the heaps, and report it with kvp_rq_direct() instead of
  * kvp_rq_queued() and kvp_rq_dispatched(). It counts in flight from then
  * on, so the limit bounds such requests as it bounds the device.
- * Writes never go this way: they may be deferred.
+ * Writes never go this way: they may be deferred. Nor does a request
+ * once the device's tags (limit_ceiling) are all in flight, limit or
+ * not: it would wait past kvbatch for a tag, out of its order and out of
+ * reach of merges, where queued it waits in kvbatch until blk-mq asks.
  */
 static inline bool kvp_may_direct(const struct kvp_sched *ps,
 				  enum kvb_tier tier)
 {
-	return tier != KVB_TIER_WRITE && !ps->queued && !kvp_throttled(ps);
+	u32 ceiling = ps->p.limit_ceiling;
+
+	return tier != KVB_TIER_WRITE && !ps->queued && !kvp_throttled(ps) &&
+	       (!ceiling || ps->inflight < ceiling);
 }
 
 /* The reason kvp_choose() gives a lone request of @tier (not WRITE). */

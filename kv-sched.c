@@ -176,6 +176,7 @@ static void kvb_apply_params(struct kvb_data *kd)
 	if (!p->max_inflight) {
 		p->max_inflight = kd->depth.limit;
 		p->limit_auto = true;
+		p->limit_ceiling = kd->depth.max;
 	}
 	/*
 	 * Deferred writes hold tags of async_depth, the share every write

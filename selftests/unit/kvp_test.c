@@ -1485,7 +1485,8 @@ static bool test_direct(void)
  * An automatic max_inflight is in force only while demand is about: from
  * a demand arrival until KVP_DEMAND_LINGER_NS after the last one, once
  * none is pending; otherwise nothing is held (the hardware queues' own tags
- * bound each queue). A max_inflight set by hand always is.
+ * bound each queue), but no request goes on arrival once the device's tags
+ * (limit_ceiling) are in flight. A max_inflight set by hand always is.
  */
 static bool test_limit_demand(void)
 {
@@ -1500,6 +1501,7 @@ static bool test_limit_demand(void)
 	ps = kvp_init(mem, 4);
 	p.max_inflight = 2;
 	p.limit_auto = true;
+	p.limit_ceiling = 5;
 	ps->p = p;
 
 	/* Foreign reads alone: not held at the limit. */
@@ -1525,13 +1527,20 @@ static bool test_limit_demand(void)
 	kvp_rq_direct(ps, nb, 4096);
 	kvp_rq_direct(ps, nb, 4096);
 	EXPECT(kvp_throttled(ps), "limit lifted inside the linger");
-	/* ...and lifted by the first arrival past it, however deep. */
+	/* ...and lifted by the first arrival past it... */
 	kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t + 2 + KVP_DEMAND_LINGER_NS);
 	EXPECT(!kvp_throttled(ps), "limit still held past the linger");
+	for (i = 0; i < 3; i++)
+		kvp_rq_direct(ps, nb, 4096);
+	/* ...but at the device's tags, none goes on arrival, ... */
+	EXPECT(!kvp_may_direct(ps, KVB_TIER_NORMAL),
+	       "%u in flight, ceiling 5: still dispatched on arrival",
+	       ps->inflight);
+	/* ...while queued work is never held, however deep. */
 	for (i = 0; i < 300; i++)
 		kvp_rq_direct(ps, nb, 4096);
-	EXPECT(!kvp_throttled(ps) && kvp_may_direct(ps, KVB_TIER_NORMAL),
-	       "no demand about, held at %u in flight", ps->inflight);
+	EXPECT(!kvp_throttled(ps), "no demand about, held at %u in flight",
+	       ps->inflight);
 
 	/* Set by hand, it holds without demand. */
 	ps->p.limit_auto = false;

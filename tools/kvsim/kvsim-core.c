@@ -318,6 +318,7 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 			kvp_depth_init(&s->depth, cfg->qdepth);
 			s->ps->p.max_inflight = s->depth.limit;
 			s->ps->p.limit_auto = true;
+			s->ps->p.limit_ceiling = s->depth.max;
 		}
 	}
 	return 0;
