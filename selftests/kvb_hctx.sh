@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # Every hardware queue's tags stay busy. A request takes its driver tag
-# from the hardware queue it was allocated on, but kvbatch's queue is
-# device-wide: a run of queue 1 that is handed a request of queue 0 while
-# queue 0's tags are all busy parks it on queue 0's dispatch list and
-# ends, leaving queue 1's tags idle with its own requests waiting in
-# kvbatch. Two readers, each pinned to one CPU and so to one of the two
+# from the hardware queue it was allocated on, so a hold on a device-wide
+# count of requests in flight (the automatic max_inflight at the sum of
+# the queues' tags, as kvbatch held it with no demand about before
+# 074b151) fills while one queue's tags are idle and its own requests wait
+# in kvbatch. Two readers, each pinned to one CPU and so to one of the two
 # hardware queues of a null_blk of 8 tags per queue and fixed-latency
 # completions, keep far more requests outstanding than the tags: the
 # device completes 2 x 8 requests per completion time, and kvbatch must

@@ -30,12 +30,11 @@ OWN_PREFIXES = {
     "kyber": ("kyber_",),
     "bfq": ("bfq_", "__bfq_"),
 }
-# Their modules, where they are built as modules (kvbatch's and its kvab
-# variants' modules are named as their elevators).
+# Their modules where not named as their elevators (bfq's, kvbatch's and
+# its kvab variants' are).
 OWN_MODULES = {
     "mq-deadline": "mq_deadline",
     "kyber": "kyber_iosched",
-    "bfq": "bfq",
 }
 
 
