@@ -48,6 +48,26 @@ tap_points() {
 	done < <(grep -E "$re" "$file")
 }
 
+# kreport_brief LOG: the gist of the first kernel report in the console
+# LOG, in at most 24 lines: its own opening lines (the "BUG:", "Oops:",
+# "PANIC:" or "WARNING:" line), where it struck (RIP) and the reliable
+# frames of its call trace, without timestamps. A CI log shown only in
+# part keeps the lines beside a failure; the full report is in LOG.
+kreport_brief() {
+	[ -f "$1" ] || return 0
+	awk '
+	{ sub(/^\[ *[0-9]+\.[0-9]+\] /, "") }
+	!on && /WARNING:|BUG:|Oops|PANIC|Kernel panic|general protection fault/ {
+		on = 1; print; n++; next
+	}
+	!on { next }
+	/---\[ end trace/ { exit }
+	/^(BUG|Oops|WARNING|Kernel panic|general protection)/ || /RIP: / ||
+	/^ *[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+/ {
+		print; if (++n == 24) exit
+	}' "$1"
+}
+
 # guest_run KREL TEST...: boot KREL in tools/kvvm (extra kvvm options in
 # KVVM_OPTS), run the tests with selftests/run-guest.sh, and turn its
 # top-level results and the kernel log check into test points. A driver
@@ -85,6 +105,7 @@ guest_run() {
 		# beside the failure: a CI log shown in part may have cut
 		# the full report above.
 		grep '^kvvm: kernel report: after ' "$log" | head -n 5 | ktap_diag
+		kreport_brief "$logdir/console-$boot.log" | ktap_diag
 	elif [ "$rc" != 124 ] && [ "$rc" != 125 ]; then
 		ktap_test_pass "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
 	fi
