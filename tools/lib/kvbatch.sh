@@ -50,6 +50,12 @@ KVB_NULLB_DEEP=(submit_queues=2 hw_queue_depth=128 irqmode=2
 # foreign and 64 prefetch readers.
 # shellcheck disable=SC2034
 KVB_DEEP_RECALL=(-s 16,32,64 -b 4096 --foreign 256 --prefetch 64)
+# A deep device that the recall row saturates (tools/kvab's satrecall
+# row): 256 tags shared by both hardware queues, as a drive's parallel
+# units are reachable from each of its queues, 8 ms per request.
+# shellcheck disable=SC2034
+KVB_NULLB_SAT=(submit_queues=2 hw_queue_depth=256 shared_tag_bitmap=1
+	       irqmode=2 completion_nsec=8000000 gb=4)
 
 # kvb_rotate WORD...: print the words with the first moved to the end.
 # Benchmarks run their schedulers in an order rotated every round: the
