@@ -48,24 +48,29 @@ tap_points() {
 	done < <(grep -E "$re" "$file")
 }
 
-# kreport_brief LOG: the gist of the first kernel report in the console
-# LOG, in at most 24 lines: its own opening lines (the "BUG:", "Oops:",
-# "PANIC:" or "WARNING:" line), where it struck (RIP) and the reliable
-# frames of its call trace, without timestamps. A CI log shown only in
-# part keeps the lines beside a failure; the full report is in LOG.
+# kreport_brief KVVMLOG CONSOLE: the gist of the first kernel report in
+# the guest's CONSOLE log, in at most 24 lines: the report line kvvm
+# found first (its "kernel report: after" line in KVVMLOG, by kvvm's own
+# KREPORT_RE), then the report's opening lines ("BUG:", "Oops:",
+# "WARNING:"), where it struck (RIP) and the reliable frames of its call
+# trace, without timestamps. A CI log shown only in part keeps the lines
+# beside a failure; the full report is in CONSOLE.
 kreport_brief() {
-	[ -f "$1" ] || return 0
-	awk '
-	{ sub(/^\[ *[0-9]+\.[0-9]+\] /, "") }
-	!on && /WARNING:|BUG:|Oops|PANIC|Kernel panic|general protection fault/ {
-		on = 1; print; n++; next
-	}
+	local first
+
+	[ -f "$2" ] || return 0
+	first=$(awk '/^kvvm: kernel report: after "/ {
+		print substr($0, index($0, "\": ") + 3); exit }' "$1")
+	[ -n "$first" ] || return 0
+	awk -v first="$first" '
+	!on && index($0, first) == 1 { on = 1 }
 	!on { next }
+	{ sub(/^\[ *[0-9]+\.[0-9]+\] /, ""); sub(/\r$/, "") }
 	/---\[ end trace/ { exit }
-	/^(BUG|Oops|WARNING|Kernel panic|general protection)/ || /RIP: / ||
-	/^ *[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+/ {
+	n == 0 || /^(BUG|Oops|WARNING|Kernel panic|general protection)/ ||
+	/RIP: / || /^ *[A-Za-z_][A-Za-z0-9_.]*\+0x[0-9a-f]+\/0x[0-9a-f]+/ {
 		print; if (++n == 24) exit
-	}' "$1"
+	}' "$2"
 }
 
 # guest_run KREL TEST...: boot KREL in tools/kvvm (extra kvvm options in
@@ -105,7 +110,7 @@ guest_run() {
 		# beside the failure: a CI log shown in part may have cut
 		# the full report above.
 		grep '^kvvm: kernel report: after ' "$log" | head -n 5 | ktap_diag
-		kreport_brief "$logdir/console-$boot.log" | ktap_diag
+		kreport_brief "$log" "$logdir/console-$boot.log" | ktap_diag
 	elif [ "$rc" != 124 ] && [ "$rc" != 125 ]; then
 		ktap_test_pass "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
 	fi
