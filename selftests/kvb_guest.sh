@@ -15,7 +15,9 @@
 # controller is made and removed; there must be none. The same probe must
 # count the patches of a tracepoint switched on and off, or it proves
 # nothing. On kernels without the io_uring key (6.1, 6.12) the ring count
-# is zero with or without the held ring.
+# is zero with or without the held ring. And the first memory cgroup of a
+# boot patches nothing either: kvvm's boot options keep the memory
+# controller's keys off, since the hold is itself a first cgroup.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
@@ -26,7 +28,7 @@ grep -qw arch_jump_label_transform_queue /proc/kallsyms ||
 	ktap_exit_skip "no arch_jump_label_transform_queue to probe"
 
 ktap_print_header
-ktap_set_plan 5
+ktap_set_plan 6
 
 # 1: the holder runs and holds a ring.
 held=0
@@ -130,5 +132,28 @@ log "patches while a cgroup with the io controller was made and removed: $n"
 ktap_check "no kernel code patched while a cgroup comes and goes ($n)" \
 	test "$n" -eq 0
 [ "$n" -eq 0 ] || ktap_diag < "$KVB_SCRATCH/patches-cgroups.out"
+
+# The first memory cgroup, with no other about: with the hold taken away
+# for the while, its keys would switch off (when its memory state is freed,
+# from a work item: hence the pause) and on again, unless kvvm's boot
+# options (cgroup.memory=nokmem,nosocket,nobpf) keep them off. The hold
+# itself is made so at every boot.
+first_cgroup() {
+	local rc=0
+
+	rmdir "$cg/kvvm-hold" || return 1
+	sleep 2
+	{ mkdir "$cg/kvb-guest" && rmdir "$cg/kvb-guest"; } || rc=1
+	sleep 2
+	mkdir "$cg/kvvm-hold" || rc=1
+	return "$rc"
+}
+
+# 6: none while the first memory cgroup comes and goes.
+n=$(patches first_cgroup)
+log "patches while the only memory cgroup was removed and two made: $n"
+ktap_check "no kernel code patched by the first memory cgroup ($n)" \
+	test "$n" -eq 0
+[ "$n" -eq 0 ] || ktap_diag < "$KVB_SCRATCH/patches-first_cgroup.out"
 
 ktap_finished
