@@ -295,12 +295,23 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
  */
 #define KVP_DEMAND_LINGER_NS	(1000ULL * 1000 * 1000)
 
-/* The limit on requests in flight now; 0: none. */
+/*
+ * The limit on requests in flight now; 0: none. An automatic limit at
+ * the device's tags (limit_ceiling) holds nothing they do not, and
+ * holding would cost: a hold ends only once a batch of requests has
+ * completed (kvb_kick_batch() in the host), so a device kept full by
+ * other work would idle that many tags at each end, and a recall would
+ * wait for them.
+ */
 static inline u32 kvp_limit(const struct kvp_sched *ps)
 {
-	if (ps->p.limit_auto && !READ_ONCE(ps->demand_about))
+	const struct kvp_params *p = &ps->p;
+
+	if (p->limit_auto &&
+	    (!READ_ONCE(ps->demand_about) ||
+	     (p->limit_ceiling && p->max_inflight >= p->limit_ceiling)))
 		return 0;
-	return ps->p.max_inflight;
+	return p->max_inflight;
 }
 
 /* True while the limit in force is full. */

@@ -1545,6 +1545,20 @@ static bool test_limit_demand(void)
 	/* Set by hand, it holds without demand. */
 	ps->p.limit_auto = false;
 	EXPECT(kvp_throttled(ps), "a max_inflight set by hand not in force");
+
+	/*
+	 * With demand about, an automatic limit at the ceiling holds
+	 * nothing: the device's tags do. Below it, it holds.
+	 */
+	ps->p.limit_auto = true;
+	kvp_get_batch(ps, 2, KVB_TIER_DEMAND, t + 3 + KVP_DEMAND_LINGER_NS);
+	ps->p.max_inflight = 5;
+	EXPECT(!kvp_throttled(ps) && kvp_limit(ps) == 0,
+	       "demand about, automatic limit at the ceiling: held at %u in flight",
+	       ps->inflight);
+	ps->p.max_inflight = 4;
+	EXPECT(kvp_throttled(ps) && kvp_limit(ps) == 4,
+	       "demand about, automatic limit 4 under the ceiling: not held");
 	free(mem);
 	return true;
 }
