@@ -1028,6 +1028,31 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		d->done++;
 		d->bound += bound;
 	}
+	/*
+	 * A shallower trial that holds work back and leaves the service
+	 * time where it was has failed, and it costs while it lasts: the
+	 * device does less, and what the limit holds back waits in kvbatch,
+	 * the lowest tiers longest (a trial begun under a light load can
+	 * meet a heavy one far below its depth). Do not wait for its four
+	 * windows: a quarter window of its own completions, and at least a
+	 * limit's worth (the first of them waited behind the deeper queue),
+	 * most of them bound, with a mean service time no shorter than
+	 * before, decides. One that helps shortens the service time by
+	 * about what it took off the depth, well clear of the noise of that
+	 * many completions.
+	 */
+	if (d->trial == KVP_TRIAL_DOWN && d->done >= KVP_DEPTH_WINDOW_RQS / 4 &&
+	    d->done >= d->limit && d->bound * 2 >= d->done &&
+	    div64_u64(d->lat_ns, d->done) >= d->trial_mean) {
+		kvp_depth_verdict(d, false, 0, 0, &d->shrinks, &d->wait_down,
+				  &d->backoff_down);
+		d->windows++;
+		kvp_depth_window_reset(d);
+		d->busy_since = inflight ? (now ? now : 1) : 0;
+		if (!inflight)
+			d->idle_since = now;
+		return d->limit != old;
+	}
 	busy = kvp_depth_busy(d, now);
 	if (!inflight) {
 		/* The device went idle: close the busy period. */

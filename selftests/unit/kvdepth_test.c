@@ -584,12 +584,61 @@ static bool test_throttled(void)
 	return true;
 }
 
+/*
+ * A shallower trial that fails costs while it lasts: the device does less
+ * and the work it holds back waits in the scheduler, the lowest tiers
+ * longest. On the saturated recall device of make bench (256 units,
+ * 8 ms, every tag in use), a trial begun under a light load ran 500 ms at
+ * a limit of 32 once the load came, and the later ones 100 ms each; the
+ * recall tail tripled. A trial that holds work back without shortening
+ * the service time must end within a quarter window of its own
+ * completions, not after its four windows.
+ */
+static bool test_trial_fails_fast(void)
+{
+	struct kvp_depth d;
+	u64 t = 1 * SEC, lat = 8 * MS;
+	u32 i, n, from, to, inflight = 64;
+
+	kvp_depth_init(&d, 256);
+	kvp_depth_dispatched(&d, 1, t);
+	/* A light load (64 in flight, nothing held) until a trial starts. */
+	for (i = 0; i < 100000 && d.trial != KVP_TRIAL_DOWN; i++) {
+		t += lat / inflight;
+		kvp_depth_dispatched(&d, inflight, t);
+		kvp_depth_completed(&d, t, lat, inflight - 1, false);
+	}
+	EXPECT(d.trial == KVP_TRIAL_DOWN,
+	       "no shallower trial under a light load (limit %u)", d.limit);
+	from = d.trial_from;
+	to = d.limit;
+	/*
+	 * The load rises past the trial's limit: every completion finds it
+	 * full with work waiting, and the service time stays what it was.
+	 */
+	for (n = 0; n < 8 * KVP_DEPTH_WINDOW_RQS && d.trial; n++) {
+		inflight = d.limit;
+		t += lat / inflight;
+		kvp_depth_dispatched(&d, inflight, t);
+		kvp_depth_completed(&d, t, lat, inflight - 1, true);
+	}
+	diag("trial %u -> %u ended after %u completions", from, to, n);
+	EXPECT(!d.trial && d.limit == from,
+	       "the failing trial is still on after %u completions", n);
+	EXPECT(n <= from + KVP_DEPTH_WINDOW_RQS / 4,
+	       "the failing trial lasted %u completions, past %u settling and a quarter window",
+	       n, from);
+	return true;
+}
+
 TAP_MAIN(
 	{ test_steady, "depth: steady load keeps throughput and the queue" },
 	{ test_bursty, "depth: bursts with idle gaps keep throughput" },
 	{ test_host_bound, "depth: a host-bound device keeps its throughput" },
 	{ test_throttled,
 	  "depth: a rate-throttled device keeps the queue in the scheduler" },
+	{ test_trial_fails_fast,
+	  "depth: a failing shallower trial ends within a quarter window" },
 	{ test_clock_order, "depth: a clock read out of order" },
 	{ test_idle_gap, "depth: idle time does not shrink the limit" },
 	{ test_bounds, "depth: the limit stays within its bounds" }
