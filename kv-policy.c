@@ -1036,13 +1036,13 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	 * meet a heavy one far below its depth). Do not wait for its four
 	 * windows: a quarter window of its own completions, and at least a
 	 * limit's worth (the first of them waited behind the deeper queue),
-	 * most of them bound, with a mean service time no shorter than
-	 * before, decides. One that helps shortens the service time by
-	 * about what it took off the depth, well clear of the noise of that
-	 * many completions.
+	 * bound as a window counts it (a quarter of them found work held
+	 * back), with a mean service time no shorter than before, decides.
+	 * One that helps shortens the service time by about what it took
+	 * off the depth, well clear of the noise of that many completions.
 	 */
 	if (d->trial == KVP_TRIAL_DOWN && d->done >= KVP_DEPTH_WINDOW_RQS / 4 &&
-	    d->done >= d->limit && d->bound * 2 >= d->done &&
+	    d->done >= d->limit && d->bound * 4 >= d->done &&
 	    div64_u64(d->lat_ns, d->done) >= d->trial_mean) {
 		kvp_depth_verdict(d, false, 0, 0, &d->shrinks, &d->wait_down,
 				  &d->backoff_down);
