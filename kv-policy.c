@@ -998,6 +998,23 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 }
 
 /*
+ * The mean service time of a shallower trial so far is no shorter than
+ * before it; after a full window's completions, where the noise of the
+ * mean is half that of a quarter window, not even 1/32 shorter. A trial
+ * that helps shortens it by about what it took off the depth; on a device
+ * of constant service time a failing one can still read slightly shorter
+ * (the host's own delays shrink with the load).
+ */
+static bool kvp_depth_trial_failing(const struct kvp_depth *d)
+{
+	u64 mean = div64_u64(d->lat_ns, d->done);
+
+	if (d->done >= KVP_DEPTH_WINDOW_RQS)
+		return mean * 32 > d->trial_mean * 31;
+	return mean >= d->trial_mean;
+}
+
+/*
  * A window closes once it has KVP_DEPTH_WINDOW_RQS completions over at
  * least KVP_DEPTH_WINDOW_NS of busy time: enough completions that its
  * throughput is not noise, on fast devices too; a trial's window, which
@@ -1043,7 +1060,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	 */
 	if (d->trial == KVP_TRIAL_DOWN && d->done >= KVP_DEPTH_WINDOW_RQS / 4 &&
 	    d->done >= d->limit && d->bound * 4 >= d->done &&
-	    div64_u64(d->lat_ns, d->done) >= d->trial_mean) {
+	    kvp_depth_trial_failing(d)) {
 		kvp_depth_verdict(d, false, 0, 0, &d->shrinks, &d->wait_down,
 				  &d->backoff_down);
 		d->windows++;
