@@ -820,6 +820,19 @@ static void kvp_depth_window_reset(struct kvp_depth *d)
 }
 
 /*
+ * A new window from @now, with @inflight requests in the device: busy
+ * from now if any, idle from now if none.
+ */
+static void kvp_depth_window_restart(struct kvp_depth *d, u64 now,
+				     u32 inflight)
+{
+	kvp_depth_window_reset(d);
+	d->busy_since = inflight ? (now ? now : 1) : 0;
+	if (!inflight)
+		d->idle_since = now;
+}
+
+/*
  * The first request after an idle period opens a busy period. Only busy
  * time counts towards a window, so bursts separated by think time are
  * measured as what they are; a window left half full for longer than a
@@ -1032,10 +1045,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		if (d->settle && inflight)
 			return false;
 		d->settle = 0;
-		kvp_depth_window_reset(d);
-		d->busy_since = inflight ? (now ? now : 1) : 0;
-		if (!inflight)
-			d->idle_since = now;
+		kvp_depth_window_restart(d, now, inflight);
 		return false;
 	}
 	if (lat_ns) {
@@ -1064,10 +1074,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		kvp_depth_verdict(d, false, 0, 0, &d->shrinks, &d->wait_down,
 				  &d->backoff_down);
 		d->windows++;
-		kvp_depth_window_reset(d);
-		d->busy_since = inflight ? (now ? now : 1) : 0;
-		if (!inflight)
-			d->idle_since = now;
+		kvp_depth_window_restart(d, now, inflight);
 		return d->limit != old;
 	}
 	busy = kvp_depth_busy(d, now);
