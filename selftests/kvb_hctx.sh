@@ -44,19 +44,30 @@ print("%.0f %.0f" % tuple(j["read"]["iops"] for j in jobs))
 EOF
 }
 
-read -r n0 n1 < <(run_pinned none)
-log "none: $n0 + $n1 IOPS (device: $capacity)"
-read -r k0 k1 < <(run_pinned kvbatch)
-log "kvbatch: $k0 + $k1 IOPS"
+# The pair runs again once if none falls short: a host busy with other
+# work (a second guest, a build) slows the submitters below the device,
+# and then neither figure says anything about kvbatch.
+for _ in 1 2; do
+	read -r n0 n1 < <(run_pinned none)
+	log "none: $n0 + $n1 IOPS (device: $capacity)"
+	read -r k0 k1 < <(run_pinned kvbatch)
+	log "kvbatch: $k0 + $k1 IOPS"
+	[ $(((${n0:-0} + ${n1:-0}) * 100)) -lt $((capacity * 85)) ] || break
+done
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/stats")"
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/depth")"
 
 ktap_check "both readers ran under none and under kvbatch" \
 	test "${n0:-0}" -gt 0 -a "${n1:-0}" -gt 0 -a "${k0:-0}" -gt 0 -a "${k1:-0}" -gt 0
-ktap_check "none keeps the device's tags busy (>= 85% of $capacity IOPS)" \
-	test $(((n0 + n1) * 100)) -ge $((capacity * 85))
-ktap_check "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" \
-	test $(((k0 + k1) * 100)) -ge $((capacity * 85))
+if [ $(((${n0:-0} + ${n1:-0}) * 100)) -lt $((capacity * 85)) ]; then
+	why="the host cannot drive the device: none got $((n0 + n1)) of $capacity IOPS twice"
+	ktap_test_skip "none keeps the device's tags busy (>= 85% of $capacity IOPS)" "$why"
+	ktap_test_skip "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" "$why"
+else
+	ktap_test_pass "none keeps the device's tags busy (>= 85% of $capacity IOPS)"
+	ktap_check "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" \
+		test $(((k0 + k1) * 100)) -ge $((capacity * 85))
+fi
 ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$d"
 
