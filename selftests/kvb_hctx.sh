@@ -44,6 +44,11 @@ print("%.0f %.0f" % tuple(j["read"]["iops"] for j in jobs))
 EOF
 }
 
+# none_short: none got less than 85% of the device's IOPS.
+none_short() {
+	[ $(((${n0:-0} + ${n1:-0}) * 100)) -lt $((capacity * 85)) ]
+}
+
 # The pair runs again once if none falls short: a host busy with other
 # work (a second guest, a build) slows the submitters below the device,
 # and then neither figure says anything about kvbatch.
@@ -52,14 +57,14 @@ for _ in 1 2; do
 	log "none: $n0 + $n1 IOPS (device: $capacity)"
 	read -r k0 k1 < <(run_pinned kvbatch)
 	log "kvbatch: $k0 + $k1 IOPS"
-	[ $(((${n0:-0} + ${n1:-0}) * 100)) -lt $((capacity * 85)) ] || break
+	none_short || break
 done
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/stats")"
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/depth")"
 
 ktap_check "both readers ran under none and under kvbatch" \
 	test "${n0:-0}" -gt 0 -a "${n1:-0}" -gt 0 -a "${k0:-0}" -gt 0 -a "${k1:-0}" -gt 0
-if [ $(((${n0:-0} + ${n1:-0}) * 100)) -lt $((capacity * 85)) ]; then
+if none_short; then
 	why="the host cannot drive the device: none got $((n0 + n1)) of $capacity IOPS twice"
 	ktap_test_skip "none keeps the device's tags busy (>= 85% of $capacity IOPS)" "$why"
 	ktap_test_skip "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" "$why"
