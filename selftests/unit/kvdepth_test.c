@@ -57,6 +57,14 @@ struct load_model {
 	 */
 	u64	host_ns;
 	u64	kick_ns;
+	/*
+	 * The host's queue counts in the service time kvbatch measures
+	 * (dispatch to completion): on a guest whose CPU is the bottleneck
+	 * completions are handled late, more so the more are in flight, so
+	 * the measured time grows with depth while the throughput does not.
+	 * Shared-FIFO devices only.
+	 */
+	bool	host_in_service;
 	/* Pulses of @pulse requests every @pulse_ns, on top of the rest. */
 	u32	pulse;
 	u64	pulse_ns;
@@ -106,8 +114,10 @@ struct sim {
 	const struct dev_model *m;
 	struct ring	q[MAX_UNITS];	/* random_unit: per unit */
 	struct ring	shared;		/* otherwise */
+	struct ring	disp;		/* shared's dispatch times */
 	u64		done_at[MAX_UNITS];	/* NO_TIME: idle */
-	u64		start_of[MAX_UNITS];	/* dispatch time in service */
+	u64		start_of[MAX_UNITS];	/* arrival time in service */
+	u64		disp_of[MAX_UNITS];	/* dispatch time (shared) */
 	u32		inflight;
 };
 
@@ -123,6 +133,8 @@ static void unit_start(struct sim *s, u32 u, u64 now)
 	if (s->done_at[u] != NO_TIME || !r->n)
 		return;
 	arr = ring_pop(r);
+	if (!s->m->random_unit)
+		s->disp_of[u] = ring_pop(&s->disp);
 	s->start_of[u] = arr;
 	s->done_at[u] = (arr > now ? arr : now) + svc_time(s->m);
 }
@@ -140,6 +152,7 @@ static void dev_submit(struct sim *s, u64 now, u64 arr)
 		return;
 	}
 	ring_push(&s->shared, arr);
+	ring_push(&s->disp, now);
 	for (u = 0; u < s->m->units; u++) {
 		if (s->done_at[u] == NO_TIME) {
 			unit_start(s, u, now);
@@ -174,6 +187,8 @@ static int run(const struct dev_model *m, const struct load_model *load,
 	}
 	s.shared.cap = cap;
 	s.shared.t = calloc(cap, sizeof(u64));
+	s.disp.cap = cap;
+	s.disp.t = calloc(cap, sizeof(u64));
 	kvp_depth_init(&d, ceil);
 	res->limit_min = ~0U;
 
@@ -244,7 +259,8 @@ static int run(const struct dev_model *m, const struct load_model *load,
 		/* Complete the request on unit @first. */
 		{
 			bool bound = host && s.inflight >= limit;
-			u64 lat = now - s.start_of[first];
+			u64 lat = now - (load->host_in_service ?
+					 s.disp_of[first] : s.start_of[first]);
 
 			kicked = bound;
 
@@ -280,6 +296,7 @@ static int run(const struct dev_model *m, const struct load_model *load,
 	for (u = 0; u < m->units; u++)
 		free(s.q[u].t);
 	free(s.shared.t);
+	free(s.disp.t);
 	return 0;
 }
 
@@ -444,6 +461,47 @@ static bool test_host_bound(void)
 		       "host-bound, kick %llu us: limit %u holds back part of a load of %u",
 		       (unsigned long long)(kicks[i] / US), a.limit_end,
 		       l.outstanding);
+	}
+	return true;
+}
+
+/*
+ * The same host, but its queue is inside the measured service time (a
+ * TCG guest handling completions late): a shallower limit does shorten
+ * the service time, by what it took off the depth, and at a limit's
+ * worth of requests in flight Little's law reads the same throughput.
+ * Only the device's own completions show what each hold's queue run
+ * costs. The controller may trim here, but it must keep what the device
+ * did at full depth (within 3%). On the deep null_blk of a 6.1 guest
+ * the limit went to 27-47 for fio's 256 reads, at 0.82x the IOPS of
+ * max_inflight 256.
+ */
+static bool test_host_in_service(void)
+{
+	static const u64 kicks[] = { 0, 2 * US, 6 * US };
+	struct dev_model m = { .units = 256, .svc_ns = 1 * MS, .cv_pct = 50 };
+	u32 i;
+
+	for (i = 0; i < 3; i++) {
+		struct load_model l = {
+			.outstanding = 256, .duration_ns = 8 * SEC,
+			.warmup_ns = 2 * SEC, .host_ns = 14 * US,
+			.kick_ns = kicks[i], .host_in_service = true,
+		};
+		struct run_result a, b;
+
+		rng_state = 0x2b9e4c1f03d7a655ULL + i;
+		run(&m, &l, 768, 0, &a);
+		rng_state = 0x2b9e4c1f03d7a655ULL + i;
+		run(&m, &l, 768, 768, &b);
+		diag("host in service, kick %llu us: %llu/s at limit %u..%u (end %u), unlimited %llu/s",
+		     (unsigned long long)(kicks[i] / US),
+		     (unsigned long long)a.rate, a.limit_min, a.limit_max,
+		     a.limit_end, (unsigned long long)b.rate);
+		EXPECT(a.rate * 100 >= b.rate * 97,
+		       "host in service, kick %llu us: %llu/s is under 97%% of the unlimited %llu/s",
+		       (unsigned long long)(kicks[i] / US),
+		       (unsigned long long)a.rate, (unsigned long long)b.rate);
 	}
 	return true;
 }
@@ -657,6 +715,7 @@ TAP_MAIN(
 	{ test_steady, "depth: steady load keeps throughput and the queue" },
 	{ test_bursty, "depth: bursts with idle gaps keep throughput" },
 	{ test_host_bound, "depth: a host-bound device keeps its throughput" },
+	{ test_host_in_service, "depth: a host queue inside the service time keeps throughput" },
 	{ test_throttled,
 	  "depth: a rate-throttled device keeps the queue in the scheduler" },
 	{ test_trial_fails_fast,
