@@ -903,7 +903,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	u32 peak = d->peak;
 	u64 base = d->base_ns;
 	bool idle_units;
-	u32 step, floor, from;
+	u32 step, floor, from, half;
 	u64 need, used;
 
 	/*
@@ -941,8 +941,18 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 				  &d->shrinks, &d->wait_down, &d->backoff_down);
 		return;
 	}
-	d->ref_rate = d->ref_rate ? (3 * d->ref_rate + rate) / 4 : rate;
-	d->ref_mean = d->ref_mean ? (3 * d->ref_mean + mean) / 4 : mean;
+	/*
+	 * The first window starts with the device empty: its throughput
+	 * counts the fill, up to a service time with nothing completing
+	 * (a host-bound device's queue takes that long to build up). As
+	 * the reference, it would let the first shallower trial pass at
+	 * less than the device did, and every later trial is measured
+	 * against what that one kept.
+	 */
+	if (d->windows == 1)
+		return;
+	d->ref_rate = d->windows > 2 ? (3 * d->ref_rate + rate) / 4 : rate;
+	d->ref_mean = d->windows > 2 ? (3 * d->ref_mean + mean) / 4 : mean;
 	rate = d->ref_rate;
 	if (d->wait_up)
 		d->wait_up--;
@@ -989,6 +999,15 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 			floor = KVP_DEPTH_MIN;
 		if (from * 3 / 4 > floor)
 			floor = from * 3 / 4;
+		/*
+		 * Nor below half the depth the device was driven at: the
+		 * average depth of bursty work can sit far under what each
+		 * burst needs, and a trial there is lost throughput even
+		 * when it is turned back.
+		 */
+		half = (peak && peak < d->limit ? peak : d->limit) / 2;
+		if (floor < half)
+			floor = half;
 		if (floor < d->limit) {
 			kvp_depth_try(d, KVP_TRIAL_DOWN, floor, rate);
 			return;
