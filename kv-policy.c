@@ -903,7 +903,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	u32 peak = d->peak;
 	u64 base = d->base_ns;
 	bool idle_units;
-	u32 step, floor, from, half;
+	u32 step, floor, from, driven;
 	u64 need, used;
 
 	/*
@@ -983,31 +983,22 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 		 * the peak when bursts make the peak: there, the depth used
 		 * on average (Little's law) is where a shallower limit
 		 * starts to hold requests back and can show that it helps.
-		 * At most half the peak per window, so that one window of
-		 * shallow bursts does not take a deep device to a trial far
-		 * below its parallelism.
+		 * But never below half the depth the device was driven at:
+		 * the average depth of bursty work can sit far under what
+		 * each burst needs, and a trial there is lost throughput
+		 * even when it is turned back.
 		 */
-		from = peak && peak < d->limit ? peak : d->limit;
+		driven = peak && peak < d->limit ? peak : d->limit;
 		used = div64_u64(rate * mean, NSEC_PER_SEC) + 1;
-		if (used < from / 2)
-			used = from / 2;
-		if (used < from)
-			from = used;
+		from = used < driven ? used : driven;
 		need = div64_u64(rate * d->floor_ns, NSEC_PER_SEC) + 1;
 		floor = need < d->max ? need : d->max;
 		if (floor < KVP_DEPTH_MIN)
 			floor = KVP_DEPTH_MIN;
 		if (from * 3 / 4 > floor)
 			floor = from * 3 / 4;
-		/*
-		 * Nor below half the depth the device was driven at: the
-		 * average depth of bursty work can sit far under what each
-		 * burst needs, and a trial there is lost throughput even
-		 * when it is turned back.
-		 */
-		half = (peak && peak < d->limit ? peak : d->limit) / 2;
-		if (floor < half)
-			floor = half;
+		if (driven / 2 > floor)
+			floor = driven / 2;
 		if (floor < d->limit) {
 			kvp_depth_try(d, KVP_TRIAL_DOWN, floor, rate);
 			return;

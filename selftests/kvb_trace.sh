@@ -183,9 +183,8 @@ for t in batchlat ahead reasons writes; do
 done
 grep -E '_batches_(opened|closed)|writes_deferred|reason_tail' $dbg/stats | sed 's/^/# /'
 
-closed=0 opened=0
+closed=$(closes) opened=0
 for tier in demand normal prefetch; do
-	closed=$((closed + $(kvb_stat nullb0 ${tier}_batches_closed)))
 	opened=$((opened + $(kvb_stat nullb0 ${tier}_batches_opened)))
 done
 # kvbench tags every batch with its own hint: its batches plus one solo
