@@ -12,6 +12,8 @@
 #      regular file (selftests/kvtrace_cli.sh); tools/kvbatch-stat on
 #      fixture files (selftests/kvstat_cli.sh); tools/kvab's arguments,
 #      variant builds and instruction counts (selftests/kvab_cli.sh);
+#      tools/kvreport's targets on fixture results
+#      (selftests/kvreport_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
 #      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
 #      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
@@ -134,6 +136,13 @@ selftests/kvstat_cli.sh > "$log" 2>&1
 tap_points "kvbatch-stat: " "$log" '^(not )?ok [0-9]+ '
 grep '^# ' "$log" | ktap_diag
 grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvbatch-stat host test ran"
+
+# --- tools/kvreport on fixture results (host) -----------------------------
+log=$logdir/kvreport-cli.log
+selftests/kvreport_cli.sh > "$log" 2>&1
+tap_points "kvreport: " "$log" '^(not )?ok [0-9]+ '
+grep '^# ' "$log" | ktap_diag
+grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvreport host test ran"
 
 # --- tools/kvab: arguments, variant builds, instruction counts -------------
 log=$logdir/kvab-cli.log

@@ -1,0 +1,110 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# kvreport_cli.sh: tools/kvreport on the host, on fixture results made
+# here (a deep boot's deep.json and cost.json for one kernel), without a
+# guest (selftests/run-all.sh runs it with the other host tests). Bad
+# arguments exit 2 with the usage; a kernel with no finished run exits 1.
+# Each deep row's target line names the best peer on the means and gives
+# kvbatch's ratio to it in every round (lowest and highest): a mean that
+# one round carries shows as such. A ratio that two decimals would round
+# to 1.0 is printed with three, so that a miss never reads "1.0 x". The
+# expected figures are the fixture's arithmetic, worked out below.
+# Output is TAP (ktap_helpers.sh).
+set -uf
+top=$(cd "$(dirname "$0")/.." && pwd)
+report=$top/tools/kvreport
+tmp=$(mktemp -d /tmp/kvreport-cli.XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+
+# shellcheck source=selftests/ktap_helpers.sh
+source "$(dirname "$0")/ktap_helpers.sh"
+
+ktap_print_header
+command -v python3 > /dev/null || ktap_exit_skip "python3 not installed"
+ktap_set_plan 7
+
+# row ROUND ROW NONE MQ-DEADLINE KYBER BFQ KVBATCH: one round of a deep
+# row, as kvsuite's deep() writes it.
+row() {
+	local round=$1 name=$2 s i=3
+
+	for s in none mq-deadline kyber bfq kvbatch; do
+		printf '{"row": "%s", "sched": "%s", "round": %d, "iops": %d}\n' \
+			"$name" "$s" "$round" "${!i}"
+		i=$((i + 1))
+	done
+}
+
+k=6.99.0-test
+d=$tmp/bench/$k
+mkdir -p "$d"
+echo "$k" > "$d/deep.kernel"
+{
+	# steady: means mq-deadline 290/3, kyber 280/3, kvbatch 100: the
+	# best peer is mq-deadline (97 rounded), kvbatch 100/97 = 1.03; per
+	# round 90/100, 110/90 and 100/100: 0.9 to 1.22.
+	row 1 steady 200 100 80 50 90
+	row 2 steady 200 90 100 50 110
+	row 3 steady 200 100 100 50 100
+	# bursty: kvbatch 996 against kyber's 1000 in every round: 0.996,
+	# which two decimals would print as 1.0.
+	row 1 bursty 2000 900 1000 500 996
+	row 2 bursty 2000 900 1000 500 996
+	row 3 bursty 2000 900 1000 500 996
+	# nvme: kvbatch ahead of bfq, the best peer, in rounds 1 and 3 and
+	# behind it in round 2 (150/200 = 0.75), 1.0 exactly on the means.
+	row 1 nvme 400 100 100 200 250
+	row 2 nvme 400 100 100 200 150
+	row 3 nvme 400 100 100 200 200
+} | jq -s . > "$d/deep.json"
+# cost: kvbatch against mq-deadline 80/100 and 120/100; means 1.0.
+jq -n '[{round: 1, sched: "none", iops: 300},
+	{round: 1, sched: "mq-deadline", iops: 100},
+	{round: 1, sched: "kvbatch", iops: 80},
+	{round: 2, sched: "none", iops: 300},
+	{round: 2, sched: "mq-deadline", iops: 100},
+	{round: 2, sched: "kvbatch", iops: 120}]' > "$d/cost.json"
+
+# exits STATUS PATTERN ARGS...: kvreport ARGS exits STATUS, its stderr
+# matching PATTERN (empty: anything).
+# shellcheck disable=SC2317 # called through ktap_check
+exits() {
+	local want=$1 pattern=$2 rc
+
+	shift 2
+	"$report" "$@" > "$tmp/out" 2> "$tmp/err"
+	rc=$?
+	[ "$rc" = "$want" ] && { [ -z "$pattern" ] || grep -q "$pattern" "$tmp/err"; } &&
+		return 0
+	echo "# exit $rc, wanted $want"
+	ktap_diag < "$tmp/err"
+	return 1
+}
+
+ktap_check "no arguments: exit 2 with the usage" \
+	exits 2 '^usage: tools/kvreport '
+ktap_check "a kernel with no finished run: exit 1, named" \
+	exits 1 'no finished run for 6.99.1-none' "$tmp/bench" 6.99.1-none
+# Last: the points below read its report.
+ktap_check "the fixture reports" exits 0 '' "$tmp/bench" "$k"
+
+# has LINE: the report has exactly this line.
+# shellcheck disable=SC2317 # called through ktap_check
+has() {
+	grep -qxF -- "$1" "$tmp/out" && return 0
+	echo "# wanted: $1"
+	grep -F -- "${1%%:*}" "$tmp/out" | sed 's/^/# got:    /'
+	return 1
+}
+
+ktap_check "steady: best peer named, per-round spread of the ratio" \
+	has "met    deep steady: IOPS >= best peer: 1.03 x best peer (mq-deadline), rounds 0.9-1.22, 0.5 x none"
+ktap_check "bursty: a miss that rounds to 1.0 shows three decimals" \
+	has "MISSED deep bursty: IOPS >= best peer: 0.996 x best peer (kyber), rounds 0.996-0.996, 0.5 x none"
+ktap_check "nvme: a tie on the means is met, its rounds shown" \
+	has "met    deep nvme: IOPS >= best peer: 1.0 x best peer (bfq), rounds 0.75-1.25, 0.5 x none"
+ktap_check "cost: the per-round spread against mq-deadline" \
+	has "met    cost: no-delay IOPS >= 1.0 x mq-deadline: 1.0 x, rounds 0.8-1.2"
+
+ktap_finished
