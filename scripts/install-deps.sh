@@ -34,6 +34,38 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
+# The private block headers come from linux-source-SERIES and must be the
+# exact source of the kernel image (scripts/ksrc-prepare.sh refuses any
+# other). The archive may carry a newer source upload than the image its
+# meta package depends on (on 2026-11-28 bookworm-security had
+# linux-source-6.1 6.1.192-3 beside linux-image-6.1.0-56-amd64 6.1.192-2,
+# and a fresh install took both newest): then install the source of the
+# image's version, which the archive keeps.
+for meta in "${pkgs[@]}"; do
+	case $meta in linux-image-*amd64) ;; *) continue ;; esac
+	# "linux-image-6.1.0-56-amd64 (= 6.1.192-2)"
+	dep=$(dpkg-query -W -f='${Depends}' "$meta" 2>/dev/null |
+		grep -o 'linux-image-[^ ,]* (= [^)]*)' | head -n 1) || true
+	[ -n "$dep" ] || continue
+	img=${dep%% *}
+	ver=${dep##*= }
+	ver=${ver%)}
+	series=$(echo "$img" | sed -n 's/^linux-image-\([0-9]\+\.[0-9]\+\)[.-].*/\1/p')
+	[ -n "$series" ] || continue
+	src=linux-source-$series
+	have=$(dpkg-query -W -f='${Version}' "$src" 2>/dev/null) || true
+	if [ -z "$have" ] || [ "$have" = "$ver" ]; then
+		continue
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		echo "install-deps: $src is $have but $img is $ver: run as root or: sudo apt-get install --allow-downgrades $src=$ver" >&2
+		exit 1
+	fi
+	echo "install-deps: $src $have does not match $img $ver: installing $src=$ver" >&2
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+		--no-install-recommends --allow-downgrades "$src=$ver" >&2
+done
+
 # The Debian 13 root: quiet when it is fresh, about 2 minutes when not.
 if [ "${KVB_NO_TRIXIE:-0}" != 1 ]; then
 	"$here/trixie-root.sh" > /dev/null
