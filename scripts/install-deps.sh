@@ -7,12 +7,62 @@
 # everything is present, so every entry point (make test, make demo,
 # .ci/run) can call it first. KVB_NO_TRIXIE=1 skips the Debian 13 root
 # (then only the 6.1 and 6.12 kernels are built and tested).
+#
+# --source-pins only prints, one per line, the linux-source packages that
+# do not match their kernel image ("linux-source-6.1 6.1.192-3 6.1.192-2
+# linux-image-6.1.0-56-amd64": package, installed, wanted, image), and
+# changes nothing (selftests/deps_cli.sh).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
 list="$here/deps.txt"
 
+usage() {
+	echo "usage: $0 [--source-pins]" >&2
+	exit 2
+}
+pins_only=0
+case $# in
+0) ;;
+1) [ "$1" = --source-pins ] || usage; pins_only=1 ;;
+*) usage ;;
+esac
+
 mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$list" | grep -v '^$')
+
+# The private block headers come from linux-source-SERIES and must be the
+# exact source of the kernel image (scripts/ksrc-prepare.sh refuses any
+# other). The archive may carry a newer source upload than the image its
+# meta package depends on (on 2026-11-28 bookworm-security had
+# linux-source-6.1 6.1.192-3 beside linux-image-6.1.0-56-amd64 6.1.192-2,
+# and a fresh install took both newest): print each installed source that
+# differs from its image, as "package installed wanted image".
+source_pins() {
+	local meta dep img ver series src have
+
+	for meta in "${pkgs[@]}"; do
+		case $meta in linux-image-*amd64) ;; *) continue ;; esac
+		# "linux-image-6.1.0-56-amd64 (= 6.1.192-2)"
+		dep=$(dpkg-query -W -f='${Depends}' "$meta" 2>/dev/null |
+			grep -o 'linux-image-[^ ,]* (= [^)]*)' | head -n 1) || true
+		[ -n "$dep" ] || continue
+		img=${dep%% *}
+		ver=${dep##*= }
+		ver=${ver%)}
+		series=$(echo "$img" | sed -n 's/^linux-image-\([0-9]\+\.[0-9]\+\)[.-].*/\1/p')
+		[ -n "$series" ] || continue
+		src=linux-source-$series
+		have=$(dpkg-query -W -f='${Version}' "$src" 2>/dev/null) || true
+		if [ -n "$have" ] && [ "$have" != "$ver" ]; then
+			echo "$src $have $ver $img"
+		fi
+	done
+}
+
+if [ $pins_only = 1 ]; then
+	source_pins
+	exit 0
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -34,37 +84,17 @@ if [ ${#missing[@]} -gt 0 ]; then
 	apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
 fi
 
-# The private block headers come from linux-source-SERIES and must be the
-# exact source of the kernel image (scripts/ksrc-prepare.sh refuses any
-# other). The archive may carry a newer source upload than the image its
-# meta package depends on (on 2026-11-28 bookworm-security had
-# linux-source-6.1 6.1.192-3 beside linux-image-6.1.0-56-amd64 6.1.192-2,
-# and a fresh install took both newest): then install the source of the
-# image's version, which the archive keeps.
-for meta in "${pkgs[@]}"; do
-	case $meta in linux-image-*amd64) ;; *) continue ;; esac
-	# "linux-image-6.1.0-56-amd64 (= 6.1.192-2)"
-	dep=$(dpkg-query -W -f='${Depends}' "$meta" 2>/dev/null |
-		grep -o 'linux-image-[^ ,]* (= [^)]*)' | head -n 1) || true
-	[ -n "$dep" ] || continue
-	img=${dep%% *}
-	ver=${dep##*= }
-	ver=${ver%)}
-	series=$(echo "$img" | sed -n 's/^linux-image-\([0-9]\+\.[0-9]\+\)[.-].*/\1/p')
-	[ -n "$series" ] || continue
-	src=linux-source-$series
-	have=$(dpkg-query -W -f='${Version}' "$src" 2>/dev/null) || true
-	if [ -z "$have" ] || [ "$have" = "$ver" ]; then
-		continue
-	fi
+# Then install the source of the image's version, which the archive keeps.
+while read -r src have ver img; do
 	if [ "$(id -u)" -ne 0 ]; then
 		echo "install-deps: $src is $have but $img is $ver: run as root or: sudo apt-get install --allow-downgrades $src=$ver" >&2
 		exit 1
 	fi
 	echo "install-deps: $src $have does not match $img $ver: installing $src=$ver" >&2
 	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-		--no-install-recommends --allow-downgrades "$src=$ver" >&2
-done
+		--no-install-recommends --allow-downgrades "$src=$ver" \
+		< /dev/null >&2
+done < <(source_pins)
 
 # The Debian 13 root: quiet when it is fresh, about 2 minutes when not.
 if [ "${KVB_NO_TRIXIE:-0}" != 1 ]; then

@@ -54,7 +54,7 @@ src_ver=$(pkgver "$src_pkg")
 img_ver=$(pkgver "linux-image-$krel")
 [ -n "$img_ver" ] || img_ver=$(pkgver "linux-binary-$krel")
 if [ -n "$img_ver" ] && [ -n "$src_ver" ] && [ "$img_ver" != "$src_ver" ]; then
-	echo "kvbatch: $src_pkg is $src_ver but linux-image-$krel is $img_ver; the private headers must match the kernel exactly: install matching versions (apt-get install $src_pkg=$img_ver linux-image-$krel=$img_ver) or pass KSRC=" >&2
+	echo "kvbatch: $src_pkg is $src_ver but linux-image-$krel is $img_ver; the private headers must match the kernel exactly: install matching versions (apt-get install --allow-downgrades $src_pkg=$img_ver; scripts/install-deps.sh does it) or pass KSRC=" >&2
 	exit 1
 fi
 stamp="$src_pkg $src_ver $(stat -c %Y "$tarball")"

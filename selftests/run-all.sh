@@ -13,7 +13,9 @@
 #      fixture files (selftests/kvstat_cli.sh); tools/kvab's arguments,
 #      variant builds and instruction counts (selftests/kvab_cli.sh);
 #      tools/kvreport's targets on fixture results
-#      (selftests/kvreport_cli.sh);
+#      (selftests/kvreport_cli.sh); install-deps' and ksrc-prepare's
+#      pairing of each kernel image with its own source
+#      (selftests/deps_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
 #      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
 #      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
@@ -143,6 +145,13 @@ selftests/kvreport_cli.sh > "$log" 2>&1
 tap_points "kvreport: " "$log" '^(not )?ok [0-9]+ '
 grep '^# ' "$log" | ktap_diag
 grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvreport host test ran"
+
+# --- install-deps / ksrc-prepare: each image's own source (host, stubs) ----
+log=$logdir/deps-cli.log
+selftests/deps_cli.sh > "$log" 2>&1
+tap_points "deps: " "$log" '^(not )?ok [0-9]+ '
+grep '^# ' "$log" | ktap_diag
+grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "deps host test ran"
 
 # --- tools/kvab: arguments, variant builds, instruction counts -------------
 log=$logdir/kvab-cli.log
