@@ -11,6 +11,13 @@ cd "$(dirname "$0")" || exit 1
 
 timeout=$(sed -n 's/^timeout=//p' settings)
 timeout=${timeout:-300}
+# A debug kernel (KASAN or lockdep: make test-debug) under TCG runs the
+# same work several times slower; its default is "timeout.debug".
+if cat "/boot/config-$(uname -r)" "/lib/modules/$(uname -r)/config" 2>/dev/null |
+	grep -qxE 'CONFIG_(KASAN|PROVE_LOCKING)=y'; then
+	t=$(sed -n 's/^timeout\.debug=//p' settings)
+	timeout=${t:-$timeout}
+fi
 
 if [ $# -eq 0 ]; then
 	read -r -a tests <<< "$(make -s --no-print-directory list)"
@@ -35,6 +42,50 @@ devkmsg=$(cat /proc/sys/kernel/printk_devkmsg 2>/dev/null)
 [ -z "$devkmsg" ] || { echo on > /proc/sys/kernel/printk_devkmsg; } 2>/dev/null
 trap 'rm -f "$out"; [ -z "$devkmsg" ] || { echo "$devkmsg" > /proc/sys/kernel/printk_devkmsg; } 2>/dev/null' EXIT
 
+# _ancestors: this shell and every process above it, one PID per line.
+_ancestors() {
+	local p=$$
+
+	while [ -n "$p" ] && [ "$p" -gt 1 ]; do
+		echo "$p"
+		p=$(awk '/^PPid:/ { print $2 }' "/proc/$p/status" 2>/dev/null)
+	done
+}
+
+# reap_leftovers: after a test killed at its timeout. Its own teardown
+# (lib.sh) did not run: bash defers the TERM trap until the foreground
+# command returns, and the KILL that follows leaves no trap at all. Its
+# children outlive it (timeout --foreground signals the test alone) and
+# keep null_blk or scsi_debug busy, so every later test that needs one
+# would skip. Kill what is left in our process group (the test ran in
+# it), except us and our ancestors, and what still has null_blk's or
+# scsi_debug's disks open (fio's job processes need not be in our group),
+# unmount what the test mounted on those disks, and unload them. A process stuck in the kernel survives this;
+# the modules then stay, and the later tests say so in their skips.
+reap_leftovers() {
+	local pg keep p m
+
+	pg=$(($(ps -o pgid= $$)))
+	keep=" $(_ancestors | tr '\n' ' ') "
+	for p in $(pgrep -g "$pg"); do
+		case $keep in *" $p "*) continue ;; esac
+		kill -KILL "$p" 2>/dev/null
+	done
+	# And whatever holds the test devices open from another group.
+	for m in /dev/nullb* /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block/*; do
+		m=/dev/${m##*/}
+		[ -b "$m" ] && fuser -s -k -KILL "$m"
+	done
+	sleep 1
+	awk '$1 ~ "^/dev/(nullb|sd)" { print $2 }' /proc/mounts |
+		while read -r m; do umount -l "$m"; done
+	for m in null_blk scsi_debug; do
+		[ -d "/sys/module/$m" ] || continue
+		modprobe -r "$m" 2>/dev/null ||
+			ktap_print_msg "run-guest.sh: $m still in use after the timeout"
+	done
+}
+
 ktap_print_header
 ktap_set_plan ${#tests[@]}
 for t in "${tests[@]}"; do
@@ -56,7 +107,16 @@ for t in "${tests[@]}"; do
 			if (r == "") { r = $0; sub(/^ok [0-9]+ /, "", r); sub(/ *# SKIP.*$/, "", r) }
 			print r; exit
 		}' "$out")" ;;
-	124) ktap_test_fail "selftests: kvbatch: $t # TIMEOUT $tmo seconds" ;;
+	# 124: ended by the TERM at the timeout; 137: by a KILL, timeout's
+	# ten seconds after the TERM (or another's, the OOM killer's).
+	124) ktap_test_fail "selftests: kvbatch: $t # TIMEOUT $tmo seconds"
+		reap_leftovers ;;
+	137) if [ "$secs" -ge "$tmo" ]; then
+			ktap_test_fail "selftests: kvbatch: $t # TIMEOUT $tmo seconds (killed)"
+		else
+			ktap_test_fail "selftests: kvbatch: $t # exit=137 (killed)"
+		fi
+		reap_leftovers ;;
 	*) ktap_test_fail "selftests: kvbatch: $t # exit=$rc" ;;
 	esac
 done
