@@ -59,11 +59,12 @@ _ancestors() {
 # keep null_blk or scsi_debug busy, so every later test that needs one
 # would skip. Kill what is left in our process group (the test ran in
 # it), except us and our ancestors, and what still has null_blk's or
-# scsi_debug's disks open (fio's job processes need not be in our group),
-# unmount what the test mounted on those disks, and unload them. A process stuck in the kernel survives this;
-# the modules then stay, and the later tests say so in their skips.
+# scsi_debug's disks open (fio's job processes need not be in our
+# group), unmount what the test mounted on those disks, and unload them.
+# A process stuck in the kernel survives this; the modules then stay,
+# and the later tests say so in their skips.
 reap_leftovers() {
-	local pg keep p m
+	local pg keep p m f disks=" "
 
 	pg=$(($(ps -o pgid= $$)))
 	keep=" $(_ancestors | tr '\n' ' ') "
@@ -71,11 +72,21 @@ reap_leftovers() {
 		case $keep in *" $p "*) continue ;; esac
 		kill -KILL "$p" 2>/dev/null
 	done
-	# And whatever holds the test devices open from another group.
+	# And whatever holds the test disks open from another group (by
+	# /proc: the Debian 13 root has no fuser).
 	for m in /dev/nullb* /sys/bus/pseudo/drivers/scsi_debug/adapter*/host*/target*/*/block/*; do
-		m=/dev/${m##*/}
-		[ -b "$m" ] && fuser -s -k -KILL "$m"
+		[ -e "$m" ] && disks="$disks/dev/${m##*/} "
 	done
+	if [ "$disks" != " " ]; then
+		for f in /proc/[0-9]*/fd/*; do
+			m=$(readlink "$f" 2>/dev/null) || continue
+			case $disks in *" $m "*) ;; *) continue ;; esac
+			p=${f#/proc/}
+			p=${p%%/*}
+			case $keep in *" $p "*) continue ;; esac
+			kill -KILL "$p" 2>/dev/null
+		done
+	fi
 	sleep 1
 	awk '$1 ~ "^/dev/(nullb|sd)" { print $2 }' /proc/mounts |
 		while read -r m; do umount -l "$m"; done
