@@ -44,14 +44,10 @@ print("%.0f %.0f" % tuple(j["read"]["iops"] for j in jobs))
 EOF
 }
 
-# none_short: none got less than 85% of the device's IOPS.
-none_short() {
-	[ $(((${n0:-0} + ${n1:-0}) * 100)) -lt $((capacity * 85)) ]
-}
-
-# kvb_short: kvbatch got less than 85% of the device's IOPS.
-kvb_short() {
-	[ $(((${k0:-0} + ${k1:-0}) * 100)) -lt $((capacity * 85)) ]
+# short IOPS0 IOPS1: the two readers got less than 85% of the device's
+# IOPS.
+short() {
+	[ $(((${1:-0} + ${2:-0}) * 100)) -lt $((capacity * 85)) ]
 }
 
 # The pair runs again once if either falls short: a host busy with other
@@ -66,14 +62,14 @@ for _ in 1 2; do
 	log "none: $n0 + $n1 IOPS (device: $capacity)"
 	read -r k0 k1 < <(run_pinned kvbatch)
 	log "kvbatch: $k0 + $k1 IOPS"
-	none_short || kvb_short || break
+	short "$n0" "$n1" || short "$k0" "$k1" || break
 done
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/stats")"
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/depth")"
 
 ktap_check "both readers ran under none and under kvbatch" \
 	test "${n0:-0}" -gt 0 -a "${n1:-0}" -gt 0 -a "${k0:-0}" -gt 0 -a "${k1:-0}" -gt 0
-if none_short; then
+if short "$n0" "$n1"; then
 	why="the host cannot drive the device: none got $((n0 + n1)) of $capacity IOPS twice"
 	ktap_test_skip "none keeps the device's tags busy (>= 85% of $capacity IOPS)" "$why"
 	ktap_test_skip "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" "$why"
