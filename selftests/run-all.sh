@@ -24,15 +24,17 @@
 #
 # Output is TAP; the last line is "N passed, N failed, N skipped".
 # Environment: KVB_KERNELS="krel ..." restricts the kernels; KVB_TESTS
-# restricts the selftests run in the guest. Two tests run on the newest
-# kernel only, so that three kernels fit in about 35 minutes on two cores:
-# the package test (kvb_package.sh: dpkg -i builds the module with DKMS
-# inside the emulated guest, 4 to 7 minutes per kernel) and the install
-# test (kvb_install.sh: make install, the alias, the seed fio jobs under
-# three schedulers; 1.5 to 4 minutes), whose subject, the Makefile's
-# install and modprobe's updates/ lookup, is the same on every kernel
-# (kvb_module.sh still loads by alias on each). KVB_ALL_KERNELS=1 (make
-# test-extended; KVB_PACKAGE_ALL=1 as before) runs them on every kernel.
+# restricts the selftests run in the guest. The package test
+# (kvb_package.sh: dpkg -i builds the module with DKMS inside the emulated
+# guest, 6 to 9 minutes) runs only in make test-extended: with it, three
+# kernels took 64 minutes in CI (2026-11-28), against the 35 the suite
+# aims at. make test still builds the package and runs lintian on it. The
+# install test (kvb_install.sh: make install, the alias, the seed fio jobs
+# under three schedulers; 1.5 to 4 minutes) runs on the newest kernel only:
+# its subject, the Makefile's install and modprobe's updates/ lookup, is
+# the same on every kernel (kvb_module.sh still loads by alias on each).
+# KVB_ALL_KERNELS=1 (make test-extended; KVB_PACKAGE_ALL=1 as before) runs
+# both on every kernel.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -183,16 +185,26 @@ else
 	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
 fi
 newest=$(echo "$kernels" | sort -V | tail -1)
-newest_only="kvb_package.sh kvb_install.sh"
+newest_only="kvb_install.sh"
+extended_only="kvb_package.sh"
 [ "${KVB_PACKAGE_ALL:-0}" != 1 ] || KVB_ALL_KERNELS=1
+# drop_test T: take T out of $tests.
+drop_test() {
+	tests=$(echo "$tests" | tr ' ' '\n' | grep -vx "$1" | tr '\n' ' ')
+}
 for k in $kernels; do
 	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
-	if [ -z "${KVB_TESTS:-}" ] && [ "$k" != "$newest" ] &&
-	   [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
-		for t in $newest_only; do
-			tests=$(echo "$tests" | tr ' ' '\n' | grep -vx "$t" | tr '\n' ' ')
-			ktap_test_skip "$k: $t" "runs on $newest only (make test-extended for all)"
+	if [ -z "${KVB_TESTS:-}" ] && [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
+		for t in $extended_only; do
+			drop_test "$t"
+			ktap_test_skip "$k: $t" "DKMS build in the emulated guest: make test-extended runs it"
 		done
+		if [ "$k" != "$newest" ]; then
+			for t in $newest_only; do
+				drop_test "$t"
+				ktap_test_skip "$k: $t" "runs on $newest only (make test-extended for all)"
+			done
+		fi
 	fi
 	# shellcheck disable=SC2086
 	guest_run "$k" $tests
