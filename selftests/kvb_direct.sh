@@ -144,26 +144,35 @@ kvb_nullb_teardown
 # rebuild: a configfs null_blk of two contexts under fio, its
 # submit_queues set to 1, 2, 1, 2; true if every change returned, kvbatch
 # is still selected, fio ran on and ended cleanly, and the disk did I/O
-# after the last change.
+# after the last change. fio must outlast the changes: each rebuild
+# freezes the queue and, on 6.12, switches the elevator off and on, which
+# took long enough in the 6.12 debug guest (2026-11-29) that 20 s of fio
+# could end before the last check.
 rebuild() {
-	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i
+	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i t0 secs=20
 
+	kvb_debug_kernel && secs=120
 	kvb_cfs_nullb kvblane size=1024 submit_queues=2 hw_queue_depth=128 \
 		irqmode=2 completion_nsec=200000 || return 1
 	n=$(kvb_io_count kvblane)
+	t0=$SECONDS
 	kvb_fio rebuild --filename=/dev/kvblane --direct=1 \
 		--ioengine=io_uring --rw=randread --bs=4k --iodepth=64 \
-		--numjobs=2 --time_based --runtime=20 &
+		--numjobs=2 --time_based --runtime=$secs &
 	pid=$!
-	kvb_wait_io kvblane "$n" || rc=1
+	kvb_wait_io kvblane "$n" || { log "fio did no I/O within 30 s"; rc=1; }
 	for i in 1 2 1 2; do
 		echo "$i" > "$c/submit_queues" || { log "submit_queues $i refused"; rc=1; }
 		sleep 1
 	done
-	log "kvblane: scheduler $(kvb_sched_of kvblane) after the changes"
+	log "kvblane: scheduler $(kvb_sched_of kvblane) after the changes," \
+		"$((SECONDS - t0)) s into fio's $secs"
 	[ "$(kvb_sched_of kvblane)" = kvbatch ] || rc=1
+	kill -0 "$pid" 2>/dev/null ||
+		{ log "fio ended before the check of I/O after the changes"; rc=1; }
 	n=$(kvb_io_count kvblane)
-	kvb_wait_io kvblane "$n" 10 || rc=1
+	kvb_wait_io kvblane "$n" 10 ||
+		{ log "no I/O completed within 10 s after the changes"; rc=1; }
 	wait "$pid" || rc=1
 	echo 0 > "$c/power"
 	rmdir "$c"
