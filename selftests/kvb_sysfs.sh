@@ -31,19 +31,23 @@ only_known_knobs() {
 ktap_check "iosched/ holds exactly the documented knobs" only_known_knobs
 
 roundtrip() {
-	local f=$1 v
+	local f=$1 v now
 
 	for v in "${@:2}"; do
 		echo "$v" > "$f" || { log "$f: write $v failed"; return 1; }
-		[ "$(cat "$f")" = "$v" ] || { log "$f: wrote $v, read $(cat "$f")"; return 1; }
+		kvb_read now "$f"
+		[ "$now" = "$v" ] || { log "$f: wrote $v, read $now"; return 1; }
 	done
 }
 
-# write_rejected FILE VALUE: the write must fail with EINVAL.
+# write_rejected FILE VALUE: the write must fail with EINVAL. One write(2)
+# of VALUE, by the shell itself (no subshell: see kvb_read()).
 write_rejected() {
 	local f=$1 v=$2 err
 
-	err=$( { printf '%s' "$v" > "$f"; } 2>&1 ) && return 1
+	{ printf '%s' "$v" > "$f"; } 2> "$KVB_SCRATCH/write.err" && return 1
+	err=
+	kvb_read err "$KVB_SCRATCH/write.err"
 	case "$err" in
 	*"Invalid argument"*) return 0 ;;
 	*) log "$f <- '${v:0:20}': unexpected error: $err"; return 1 ;;
@@ -56,11 +60,11 @@ huge=$(head -c 4000 /dev/zero | tr '\0' 7)
 bad_inputs() {
 	local f=$1 max=$2 before v
 
-	before=$(cat "$f")
+	kvb_read before "$f" || return 1
 	for v in abc -1 1.5 0x10 " 5" "5 5" $'\n' "$((max + 1))" \
 		 4294967296 99999999999999999999 "$huge" "1e3" "+-1"; do
 		write_rejected "$f" "$v" || { log "$f accepted '${v:0:20}'"; return 1; }
-		[ "$(cat "$f")" = "$before" ] || { log "$f changed after '${v:0:20}'"; return 1; }
+		kvb_is "$f" "$before" || { log "$f changed after '${v:0:20}'"; return 1; }
 	done
 }
 
@@ -69,21 +73,22 @@ bad_inputs() {
 # edge, the unsigned and 64-bit limits, signs, surrounding whitespace and a
 # second newline are refused and change nothing.
 boundaries() {
-	local f=$1 min=$2 max=$3 before v
+	local f=$1 min=$2 max=$3 before v now
 
 	for v in "$min" "$max" "000$max" "$min"$'\n'; do
 		printf '%s' "$v" > "$f" || { log "$f: '$v' refused"; return 1; }
-		[ "$(cat "$f")" = "$((10#${v%$'\n'}))" ] ||
-			{ log "$f: wrote '$v', read $(cat "$f")"; return 1; }
+		kvb_read now "$f"
+		[ "$now" = "$((10#${v%$'\n'}))" ] ||
+			{ log "$f: wrote '$v', read $now"; return 1; }
 	done
-	before=$(cat "$f")
+	kvb_read before "$f" || return 1
 	set -- "$((max + 1))" 4294967295 4294967296 18446744073709551615 \
 		18446744073709551616 "+$min" "+$max" "-0" "-$max" " $max" \
 		"$max " "$max"$'\t' "$max"$'\r' "$max"$'\n\n' $'\n'"$max"
 	[ "$min" = 0 ] || set -- "$@" "$((min - 1))"
 	for v; do
 		write_rejected "$f" "$v" || { log "$f accepted '$v'"; return 1; }
-		[ "$(cat "$f")" = "$before" ] || { log "$f changed after '$v'"; return 1; }
+		kvb_is "$f" "$before" || { log "$f changed after '$v'"; return 1; }
 	done
 }
 
@@ -101,7 +106,7 @@ fuzz_random() {
 for k in "${KVB_TUNABLES[@]}"; do
 	read -r name def min max _ <<< "$k"
 	f=$dir/$name
-	ktap_check "$name: default is $def" test "$(cat "$f" 2>/dev/null)" = "$def"
+	ktap_check "$name: default is $def" kvb_is "$f" "$def"
 	ktap_check "$name: $min and $max round-trip" roundtrip "$f" "$min" "$max" "$def"
 	ktap_check "$name: bad input -> EINVAL, value unchanged" bad_inputs "$f" "$max"
 	ktap_check "$name: boundary values" boundaries "$f" "$min" "$max"
@@ -126,10 +131,10 @@ ktap_check "batch_key: every mode round-trips" key_roundtrip
 key_rejects() {
 	local before v
 
-	before=$(cat $key)
+	kvb_read before $key || return 1
 	for v in $'\n' IOPRIO "cgroup " cgroup+ cgroup+ioprioX 0 1 "$huge"; do
 		write_rejected $key "$v" || { log "batch_key accepted '${v:0:20}'"; return 1; }
-		[ "$(cat $key)" = "$before" ] || return 1
+		kvb_is $key "$before" || return 1
 	done
 }
 
@@ -170,7 +175,7 @@ knobs_under_load() {
 		# scheduler tags under kvbatch (its depth_updated hook).
 		nr=$((4 + RANDOM % 1021))
 		echo $nr > $nrq || { log "nr_requests $nr refused"; rc=1; }
-		[ "$(cat $nrq)" = $nr ] || { log "nr_requests: wrote $nr, read $(cat $nrq)"; rc=1; }
+		kvb_is $nrq $nr || { log "nr_requests: wrote $nr, read $(cat $nrq)"; rc=1; }
 		kvb_tunables_random $dir || rc=1
 		echo "${keys[$((RANDOM % 3))]}" > $dir/batch_key
 	done

@@ -253,15 +253,41 @@ kvb_tunables_default() {
 	done
 }
 
-# Current scheduler of a disk (the bracketed name).
-kvb_sched_of() {
-	sed -n 's/.*\[\(.*\)\].*/\1/p' "/sys/block/$1/queue/scheduler"
+# kvb_read VAR FILE: FILE's first line, without its newline, into VAR;
+# false if FILE cannot be read. No fork: the selftests read sysfs files
+# thousands of times, and in the emulated guest each $(cat FILE) is a fork
+# and an exec, tens of milliseconds (several times that on a debug kernel).
+kvb_read() {
+	local -n _kvb_read_var=$1
+
+	_kvb_read_var=
+	IFS= read -r _kvb_read_var < "$2" || [ -n "$_kvb_read_var" ]
 }
 
-# kvb_set_sched DISK NAME: select NAME, report whether it took.
+# kvb_is FILE VALUE: FILE's first line is VALUE (kvb_read()).
+kvb_is() {
+	local _kvb_is_v
+
+	kvb_read _kvb_is_v "$1" && [ "$_kvb_is_v" = "$2" ]
+}
+
+# Current scheduler of a disk (the bracketed name; nothing if none is).
+kvb_sched_of() {
+	local line
+
+	kvb_read line "/sys/block/$1/queue/scheduler" || return 0
+	[[ $line =~ \[([^]]*)\] ]] && echo "${BASH_REMATCH[1]}"
+	return 0
+}
+
+# kvb_set_sched DISK NAME: select NAME, report whether it took (in the
+# shell: the switch tests call this hundreds of times).
 kvb_set_sched() {
+	local line
+
 	echo "$2" > "/sys/block/$1/queue/scheduler" 2>/dev/null &&
-		[ "$(kvb_sched_of "$1")" = "$2" ]
+		kvb_read line "/sys/block/$1/queue/scheduler" &&
+		[[ $line == *"[$2]"* ]]
 }
 
 # kvb_use_kvbatch DISK: select kvbatch on DISK, or fail the test there.
