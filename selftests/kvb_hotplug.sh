@@ -80,7 +80,7 @@ fi
 # --- cgroup moves --------------------------------------------------------
 cg=/sys/fs/cgroup
 cgroup_moves() {
-	local pid rc=0 n=0 g mult=2
+	local pid rc=0 n=0 g p mult=2 pids=()
 
 	# The io controller gives each cgroup its own blkcg, hence its own key.
 	echo +io > $cg/cgroup.subtree_control 2>/dev/null || true
@@ -91,10 +91,15 @@ cgroup_moves() {
 	kvb_debug_kernel && mult=4
 	verified_fio cgmove $((RUNTIME * mult)) &
 	pid=$!
-	# Move fio's threads (the job process is a child of the one started).
+	# Move fio's processes: the one started and its job process, a
+	# child of it. Looked up until both are there, then moved by the
+	# shell alone: in the 6.12 debug guest (2026-11-29) a pgrep per move
+	# left time for 7 moves in 40 s.
 	while kill -0 $pid 2>/dev/null; do
+		[ ${#pids[@]} -ge 2 ] ||
+			mapfile -t pids < <(pgrep -f "fio --output=$KVB_SCRATCH/cgmove.log" 2>/dev/null)
 		for g in kvb-a kvb-b; do
-			for p in $(pgrep -f "fio --output=$KVB_SCRATCH/cgmove.log" 2>/dev/null); do
+			for p in "${pids[@]}"; do
 				echo "$p" > $cg/$g/cgroup.procs 2>/dev/null && n=$((n + 1))
 			done
 			sleep 0.1
