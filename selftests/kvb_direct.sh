@@ -147,9 +147,10 @@ kvb_nullb_teardown
 # after the last change. fio must outlast the changes: each rebuild
 # freezes the queue and, on 6.12, switches the elevator off and on, which
 # took long enough in the 6.12 debug guest (2026-11-29) that 20 s of fio
-# could end before the last check.
+# could end before the last check, and a 6.12 guest beside another guest
+# was 13 s into the 20 there.
 rebuild() {
-	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i t0 secs=20
+	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i t0 secs=30
 
 	kvb_debug_kernel && secs=120
 	kvb_cfs_nullb kvblane size=1024 submit_queues=2 hw_queue_depth=128 \
