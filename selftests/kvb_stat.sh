@@ -61,6 +61,14 @@ reports() {
 	done
 	return 1
 }
+# two_more FILE PID: wait for two more reports in FILE, so that the last
+# comes after the disk went idle, then stop kvbatch-stat (PID; it sleeps
+# between reports).
+two_more() {
+	reports "$1" $(($(grep -c '^nullb0 ' "$1") + 2)) "$2"
+	kill -TERM "$2" 2>/dev/null
+	wait "$2" 2>/dev/null
+}
 # now: the line a report since the reset must show on the idle disk: the
 # statistics, the depth file's max_inflight, the gauges.
 now() {
@@ -96,10 +104,7 @@ reports "$out" 1 $pid
 for h in 1 2 3 4 5; do
 	"$recall" /dev/nullb0 $h 16 > /dev/null
 done
-n=$(grep -c '^nullb0 ' "$out")
-reports "$out" $((n + 2)) $pid
-kill -TERM $pid 2>/dev/null
-wait $pid 2>/dev/null
+two_more "$out" $pid
 sed 's/^/recall: /' "$out" "$out.err" | ktap_diag
 kvb_balanced nullb0 > /dev/null
 closed=$(kvb_stat nullb0 demand_batches_closed)
@@ -132,12 +137,7 @@ run_kvbench() {
 }
 ktap_check "kvbench workload runs" run_kvbench
 ktap_check "the disk is idle and balanced afterwards" kvb_balanced nullb0
-# Two more reports, so that the last one comes after the idle point; then
-# stop it (it sleeps between reports).
-n=$(grep -c '^nullb0 ' "$out")
-reports "$out" $((n + 2)) $pid
-kill -TERM $pid 2>/dev/null
-wait $pid 2>/dev/null
+two_more "$out" $pid
 sed 's/^/kvbench: /' "$out.err" | ktap_diag
 tail -n 4 "$out" | sed 's/^/kvbench: /' | ktap_diag
 bad=0

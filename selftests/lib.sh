@@ -173,21 +173,6 @@ kvb_require_cmd() {
 	done
 }
 
-# kvb_kernel_has OPTION: the running kernel was built with OPTION=y.
-# Debian 12 keeps a kernel's config in /boot, Debian 13 (the 7.3 guest's
-# root) in /usr/lib/modules/<release>.
-kvb_kernel_has() {
-	cat "/boot/config-$(uname -r)" "/lib/modules/$(uname -r)/config" \
-		2>/dev/null | grep -qx "$1=y"
-}
-
-# A debug kernel (make test-debug: KASAN, lockdep) under TCG runs several
-# times slower: tests that need a device slower than the guest's own
-# work (a queue that fills, a request that waits) give it more time.
-kvb_debug_kernel() {
-	kvb_kernel_has CONFIG_KASAN || kvb_kernel_has CONFIG_PROVE_LOCKING
-}
-
 kvb_loaded() {
 	[ -d /sys/module/kvbatch ]
 }

@@ -9,14 +9,14 @@
 set -u
 cd "$(dirname "$0")" || exit 1
 
+# shellcheck source=tools/lib/kvbatch.sh
+source ../tools/lib/kvbatch.sh
+
 timeout=$(sed -n 's/^timeout=//p' settings)
 timeout=${timeout:-300}
 # A debug kernel (KASAN or lockdep: make test-debug) under TCG runs the
-# same work several times slower; its default is "timeout.debug". (The
-# test of lib.sh's kvb_debug_kernel, written out: sourcing lib.sh sets up
-# a test.)
-if cat "/boot/config-$(uname -r)" "/lib/modules/$(uname -r)/config" 2>/dev/null |
-	grep -qxE 'CONFIG_(KASAN|PROVE_LOCKING)=y'; then
+# same work several times slower; its default is "timeout.debug".
+if kvb_debug_kernel; then
 	t=$(sed -n 's/^timeout\.debug=//p' settings)
 	timeout=${t:-$timeout}
 fi

@@ -2,8 +2,8 @@
 # shellcheck shell=bash disable=SC2034
 #
 # tools/lib/kvbatch.sh: what the shell tools (kvsuite, kvcompare) and the
-# selftests (selftests/lib.sh) share. Sourced; defines nothing but these
-# names.
+# selftests (selftests/lib.sh, selftests/run-guest.sh) share. Sourced;
+# defines nothing but these names.
 
 # The schedulers kvbatch is compared with, then kvbatch: the rows of
 # every comparison table, in this order. The one copy of the list:
@@ -57,7 +57,23 @@ KVB_DEEP_RECALL=(-s 16,32,64 -b 4096 --foreign 256 --prefetch 64)
 KVB_NULLB_SAT=(submit_queues=2 hw_queue_depth=256 shared_tag_bitmap=1
 	       irqmode=2 completion_nsec=8000000 gb=4)
 
-# kvb_rotate WORD...: print the words with the first moved to the end.
+# kvb_kernel_has OPTION: the running kernel was built with OPTION=y.
+# Debian 12 keeps a kernel's config in /boot, Debian 13 (the 7.3 guest's
+# root) in /usr/lib/modules/<release>.
+kvb_kernel_has() {
+	cat "/boot/config-$(uname -r)" "/lib/modules/$(uname -r)/config" \
+		2>/dev/null | grep -qx "$1=y"
+}
+
+# A debug kernel (make test-debug: KASAN, lockdep) under TCG runs several
+# times slower: the selftest runner gives each test a longer timeout, and
+# tests that need a device slower than the guest's own work (a queue that
+# fills, a request that waits) give it more time.
+kvb_debug_kernel() {
+	kvb_kernel_has CONFIG_KASAN || kvb_kernel_has CONFIG_PROVE_LOCKING
+}
+
+: print the words with the first moved to the end.
 # Benchmarks run their schedulers in an order rotated every round: the
 # host's speed drifts by more than the differences measured, and rotating
 # spreads the drift over all of them.
