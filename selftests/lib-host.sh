@@ -73,29 +73,42 @@ kreport_brief() {
 	}' "$2"
 }
 
-# guest_run KREL TEST...: boot KREL in tools/kvvm (extra kvvm options in
-# KVVM_OPTS), run the tests with selftests/run-guest.sh, and turn its
-# top-level results and the kernel log check into test points. A driver
-# that boots one kernel more than once names each boot in KVB_BOOT: it
-# tells the boots' logs and test points apart.
-guest_run() {
-	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} vm rc t0=$SECONDS
-	local log=$logdir/guest-$boot.log p="$1${KVB_BOOT:+ ($KVB_BOOT)}: "
+# guest_start KREL TEST...: boot KREL in tools/kvvm (extra kvvm options in
+# KVVM_OPTS) in the background and run the tests in it with
+# selftests/run-guest.sh; guest_finish KREL waits for that boot and turns
+# its top-level results and the kernel log check into test points. A
+# driver may keep several boots going (make test runs two at once) and
+# finish them in any order; each boot's output is shown as a whole when it
+# is finished, so the TAP stream stays in one piece per boot. A driver that
+# boots one kernel more than once names each boot in KVB_BOOT: it tells
+# the boots' logs and test points apart.
+declare -A guest_pid guest_t0
+guest_start() {
+	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT}
 
 	shift
-	echo "# booting $k${KVB_BOOT:+ ($KVB_BOOT)}"
 	# The whole suite takes 8 to 20 minutes per kernel, more on a loaded
 	# host; each test has its own timeout (settings), this one only
 	# catches a guest that stopped making progress.
 	# shellcheck disable=SC2086
 	tools/kvvm -k "$k" -t "${KVB_GUEST_TIMEOUT:-2700}" ${KVVM_OPTS:-} \
 		-l "$logdir/console-$boot.log" -- \
-		selftests/run-guest.sh "$@" > "$log" 2>&1 &
-	vm=$!
-	tail -n +1 -f --pid=$vm "$log" 2>/dev/null | ktap_diag
-	wait $vm
+		selftests/run-guest.sh "$@" > "$logdir/guest-$boot.log" 2>&1 &
+	guest_pid[$boot]=$!
+	guest_t0[$boot]=$SECONDS
+}
+
+guest_finish() {
+	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} vm rc
+	local log=$logdir/guest-$boot.log p="$1${KVB_BOOT:+ ($KVB_BOOT)}: "
+
+	vm=${guest_pid[$boot]}
+	echo "# booting $k${KVB_BOOT:+ ($KVB_BOOT)}"
+	# Live while it runs; all of it at once if it has already ended.
+	tail -n +1 -f --pid="$vm" "$log" 2>/dev/null | ktap_diag
+	wait "$vm"
 	rc=$?
-	echo "# ${p}guest run took $((SECONDS - t0)) s"
+	echo "# ${p}guest run took $((SECONDS - guest_t0[$boot])) s"
 	tap_points "$p" "$log" '^(not )?ok [0-9]+ selftests:'
 	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
 		ktap_test_fail "${p}guest ran the selftests (kvvm status $rc)"
@@ -114,4 +127,10 @@ guest_run() {
 	elif [ "$rc" != 124 ] && [ "$rc" != 125 ]; then
 		ktap_test_pass "${p}guest kernel log free of WARN/BUG/lockdep/KASAN/kmemleak reports"
 	fi
+}
+
+# guest_run KREL TEST...: one boot, start to finish.
+guest_run() {
+	guest_start "$@"
+	guest_finish "$1"
 }
