@@ -78,8 +78,9 @@ kreport_brief() {
 # selftests/run-guest.sh; guest_finish KREL waits for that boot and turns
 # its top-level results and the kernel log check into test points. A
 # driver may keep several boots going (make test runs two at once) and
-# finish them in any order; each boot's output is shown as a whole when it
-# is finished, so the TAP stream stays in one piece per boot. A driver that
+# finish them in any order: the output of the boot being finished is shown
+# live if it still runs, whole if it has ended, so the TAP stream stays in
+# one piece per boot. A driver that
 # boots one kernel more than once names each boot in KVB_BOOT: it tells
 # the boots' logs and test points apart.
 declare -A guest_pid guest_t0

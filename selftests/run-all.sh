@@ -36,7 +36,7 @@
 # the same on every kernel (kvb_module.sh still loads by alias on each).
 # So is kvb_compare.sh's (30 to 54 s): tools/kvcompare's rounds.
 # KVB_ALL_KERNELS=1 (make test-extended; KVB_PACKAGE_ALL=1 as before) runs
-# both on every kernel.
+# all three on every kernel.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
