@@ -23,8 +23,13 @@ kvb_require_cmd dd
 windows="4 12 36"
 kvb_debug_kernel && windows="20 60"
 svc=${windows%% *}
-kvb_begin_nullb 3 submit_queues=1 hw_queue_depth=1 irqmode=2 \
-	completion_nsec=$((svc * 1000000000))
+# nullb SVC: the null_blk parameters of a SVC-second window.
+nullb() {
+	echo submit_queues=1 hw_queue_depth=1 irqmode=2 \
+		completion_nsec=$(($1 * 1000000000))
+}
+# shellcheck disable=SC2046
+kvb_begin_nullb 3 $(nullb "$svc")
 
 d=nullb0
 order=$KVB_SCRATCH/order
@@ -87,10 +92,9 @@ queue_all() {
 next=
 for svc in $windows; do
 	if [ -n "$next" ]; then
-		kvb_set_sched "$d" none
 		kvb_nullb_teardown
-		kvb_nullb_fresh submit_queues=1 hw_queue_depth=1 irqmode=2 \
-			completion_nsec=$((svc * 1000000000))
+		# shellcheck disable=SC2046
+		kvb_nullb_fresh $(nullb "$svc")
 	fi
 	next=1
 	setup

@@ -73,7 +73,7 @@ kvb_debug_kernel() {
 	kvb_kernel_has CONFIG_KASAN || kvb_kernel_has CONFIG_PROVE_LOCKING
 }
 
-: print the words with the first moved to the end.
+# kvb_rotate WORD...: print the words with the first moved to the end.
 # Benchmarks run their schedulers in an order rotated every round: the
 # host's speed drifts by more than the differences measured, and rotating
 # spreads the drift over all of them.
