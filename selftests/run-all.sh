@@ -5,23 +5,26 @@
 #
 #   1. install missing Debian packages (scripts/install-deps.sh);
 #   2. static checks: W=1 build for every supported kernel, checkpatch
-#      --strict and sparse; the unit tests (policy core, kvsim, kvbench's
-#      tier model), kvsim's command line and trace converter
-#      (selftests/kvsim_cli.sh) and its page in headless Chromium
-#      (selftests/kvsim_browser.sh); kvbench --trace and kvtracegen on a
-#      regular file (selftests/kvtrace_cli.sh); tools/kvbatch-stat on
-#      fixture files (selftests/kvstat_cli.sh); tools/kvab's arguments,
-#      variant builds and instruction counts (selftests/kvab_cli.sh);
+#      --strict and sparse; the tools and the selftest helpers;
+#      tools/kvab's arguments, variant builds and instruction counts
+#      (selftests/kvab_cli.sh, which boots a guest of its own);
+#   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
+#      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in
+#      QEMU guests with tools/kvvm, its selftests dealt to two boots
+#      (KVB_GUEST_SPLIT, 1 to 4), run them (run-guest.sh), and check each
+#      guest kernel log is free of warnings, BUGs, lockdep and KASAN
+#      reports. Two guests run at once (KVB_GUEST_JOBS, 1 to 9); each
+#      boot's results are shown whole, in kernel order;
+#   4. beside the first two boots, the host tests: the unit tests (policy
+#      core, kvsim, kvbench's tier model), kvsim's command line and trace
+#      converter (selftests/kvsim_cli.sh) and its page in headless
+#      Chromium (selftests/kvsim_browser.sh); kvbench --trace and
+#      kvtracegen on a regular file (selftests/kvtrace_cli.sh);
+#      tools/kvbatch-stat on fixture files (selftests/kvstat_cli.sh);
 #      tools/kvreport's targets on fixture results
 #      (selftests/kvreport_cli.sh); install-deps' and ksrc-prepare's
 #      pairing of each kernel image with its own source
-#      (selftests/deps_cli.sh);
-#   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
-#      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in a
-#      QEMU guest with tools/kvvm, run every selftest (run-guest.sh), and
-#      check the guest kernel log is free of warnings, BUGs, lockdep and
-#      KASAN reports. Two guests run at once (KVB_GUEST_JOBS, 1 to 9);
-#      each guest's results are shown whole, in kernel order.
+#      (selftests/deps_cli.sh); the Debian package and lintian.
 #
 # Output is TAP; the last line is "N passed, N failed, N skipped".
 # Environment: KVB_KERNELS="krel ..." restricts the kernels; KVB_TESTS
@@ -101,6 +104,105 @@ if [ -n "$first" ]; then
 	done
 fi
 
+# --- what the guests need: the tools and the selftest helpers ----------
+if make --no-print-directory tools > "$logdir/tools.log" 2>&1; then
+	ktap_test_pass "tools build with -Wall -Wextra -Werror"
+else
+	ktap_diag < "$logdir/tools.log"
+	ktap_test_fail "tools build with -Wall -Wextra -Werror"
+fi
+
+if make --no-print-directory selftests-bin > "$logdir/selftests-bin.log" 2>&1; then
+	ktap_test_pass "selftest helpers build with -Wall -Wextra -Werror"
+else
+	ktap_diag < "$logdir/selftests-bin.log"
+	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
+fi
+# --- tools/kvab: arguments, variant builds, instruction counts -------------
+log=$logdir/kvab-cli.log
+selftests/kvab_cli.sh > "$log" 2>&1
+tap_points "kvab: " "$log" '^(not )?ok [0-9]+ '
+grep '^# ' "$log" | ktap_diag
+grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvab host test ran"
+
+# --- guest selftests ---------------------------------------------------
+newest=$(echo "$kernels" | sort -V | tail -1)
+newest_only="kvb_install.sh kvb_compare.sh"
+extended_only="kvb_package.sh"
+[ "${KVB_PACKAGE_ALL:-0}" != 1 ] || KVB_ALL_KERNELS=1
+# drop_test T: take T out of $tests.
+drop_test() {
+	tests=$(echo "$tests" | tr ' ' '\n' | grep -vx "$1" | tr '\n' ' ')
+}
+# The guests run two at a time (KVB_GUEST_JOBS): one emulated guest keeps
+# about one host CPU busy (make test used 68 CPU minutes in 64 minutes on
+# 2026-11-28), as most of a selftest's time is fio, sleeps and waits on
+# the emulated device. Each kernel's tests are dealt, in list order, to
+# KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so that no kernel's boot
+# runs alone for long at the end: with one boot per kernel, two at a
+# time, 7.3's ran alone for 15 of make test's 44 minutes (2026-11-29).
+# A boot costs under a minute of its own. Boots are started and shown in
+# kernel order, the first ones before the host tests below, which run
+# beside them.
+jobs=${KVB_GUEST_JOBS:-2}
+case $jobs in
+[1-9]) ;;
+*) ktap_test_fail "KVB_GUEST_JOBS is a number from 1 to 9 (got '$jobs')"; jobs=1 ;;
+esac
+split=${KVB_GUEST_SPLIT:-2}
+case $split in
+[1-4]) ;;
+*) ktap_test_fail "KVB_GUEST_SPLIT is a number from 1 to 4 (got '$split')"; split=1 ;;
+esac
+declare -A tests_of
+boot_k=()
+boot_part=()
+for k in $kernels; do
+	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
+	if [ -z "${KVB_TESTS:-}" ] && [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
+		for t in $extended_only; do
+			drop_test "$t"
+			ktap_test_skip "$k: $t" "DKMS build in the emulated guest: make test-extended runs it"
+		done
+		if [ "$k" != "$newest" ]; then
+			for t in $newest_only; do
+				drop_test "$t"
+				ktap_test_skip "$k: $t" "runs on $newest only (make test-extended for all)"
+			done
+		fi
+	fi
+	j=0
+	for t in $tests; do
+		tests_of["$k $((j % split + 1))"]+="$t "
+		j=$((j + 1))
+	done
+	for ((part = 1; part <= split; part++)); do
+		[ -n "${tests_of["$k $part"]:-}" ] || continue
+		boot_k+=("$k")
+		boot_part+=("$part")
+	done
+done
+# boot_name I: boot I's name (KVB_BOOT), none when a kernel has one boot.
+boot_name() {
+	[ "$split" = 1 ] || echo "part${boot_part[$1]}"
+}
+next=0
+# boot_next: start the next boot.
+boot_next() {
+	# shellcheck disable=SC2086
+	KVB_BOOT=$(boot_name $next) guest_start "${boot_k[next]}" \
+		${tests_of["${boot_k[next]} ${boot_part[next]}"]}
+	next=$((next + 1))
+}
+while [ $next -lt ${#boot_k[@]} ] && [ $next -lt "$jobs" ]; do
+	boot_next
+done
+
+# --- host tests, beside the first guests ---------------------------------
+# Nothing here writes what a guest reads (build/KREL, build/tools, the
+# selftest helpers). tools/kvab's test above does, and boots a guest of
+# its own, so it runs before them.
+
 # --- policy core unit tests (userspace) ---------------------------------
 if make --no-print-directory unit > "$logdir/unit.log" 2>&1; then
 	unit_rc=0
@@ -111,13 +213,6 @@ tap_points "unit: " "$logdir/unit.log" '^(not )?ok [0-9]+ - '
 if [ $unit_rc -ne 0 ] || ! grep -qE '^ok [0-9]+ - ' "$logdir/unit.log"; then
 	tail -20 "$logdir/unit.log" | ktap_diag
 	ktap_test_fail "unit tests build and run"
-fi
-
-if make --no-print-directory tools > "$logdir/tools.log" 2>&1; then
-	ktap_test_pass "tools build with -Wall -Wextra -Werror"
-else
-	ktap_diag < "$logdir/tools.log"
-	ktap_test_fail "tools build with -Wall -Wextra -Werror"
 fi
 
 # --- kvsim: command line, converter, its page in headless Chromium (host) -
@@ -157,13 +252,6 @@ tap_points "deps: " "$log" '^(not )?ok [0-9]+ '
 grep '^# ' "$log" | ktap_diag
 grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "deps host test ran"
 
-# --- tools/kvab: arguments, variant builds, instruction counts -------------
-log=$logdir/kvab-cli.log
-selftests/kvab_cli.sh > "$log" 2>&1
-tap_points "kvab: " "$log" '^(not )?ok [0-9]+ '
-grep '^# ' "$log" | ktap_diag
-grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvab host test ran"
-
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then
 	ktap_test_pass "make deb builds the kvbatch-dkms package"
@@ -179,57 +267,12 @@ else
 	ktap_test_fail "make deb builds the kvbatch-dkms package"
 fi
 
-# --- guest selftests -----------------------------------------------------
-if make --no-print-directory selftests-bin > "$logdir/selftests-bin.log" 2>&1; then
-	ktap_test_pass "selftest helpers build with -Wall -Wextra -Werror"
-else
-	ktap_diag < "$logdir/selftests-bin.log"
-	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
-fi
-newest=$(echo "$kernels" | sort -V | tail -1)
-newest_only="kvb_install.sh kvb_compare.sh"
-extended_only="kvb_package.sh"
-[ "${KVB_PACKAGE_ALL:-0}" != 1 ] || KVB_ALL_KERNELS=1
-# drop_test T: take T out of $tests.
-drop_test() {
-	tests=$(echo "$tests" | tr ' ' '\n' | grep -vx "$1" | tr '\n' ' ')
-}
-# The guests run two at a time (KVB_GUEST_JOBS): one emulated guest keeps
-# about one host CPU busy (make test used 68 CPU minutes in 64 minutes on
-# 2026-11-28), as most of a selftest's time is fio, sleeps and waits on
-# the emulated device. Boots are started and shown in kernel order.
-jobs=${KVB_GUEST_JOBS:-2}
-case $jobs in
-[1-9]) ;;
-*) ktap_test_fail "KVB_GUEST_JOBS is a number from 1 to 9 (got '$jobs')"; jobs=1 ;;
-esac
-declare -A tests_of
-for k in $kernels; do
-	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
-	if [ -z "${KVB_TESTS:-}" ] && [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
-		for t in $extended_only; do
-			drop_test "$t"
-			ktap_test_skip "$k: $t" "DKMS build in the emulated guest: make test-extended runs it"
-		done
-		if [ "$k" != "$newest" ]; then
-			for t in $newest_only; do
-				drop_test "$t"
-				ktap_test_skip "$k: $t" "runs on $newest only (make test-extended for all)"
-			done
-		fi
-	fi
-	tests_of[$k]=$tests
-done
-# shellcheck disable=SC2206
-boots=($kernels)
-next=0
-for ((i = 0; i < ${#boots[@]}; i++)); do
-	while [ $next -lt ${#boots[@]} ] && [ $next -lt $((i + jobs)) ]; do
-		# shellcheck disable=SC2086
-		guest_start "${boots[next]}" ${tests_of[${boots[next]}]}
-		next=$((next + 1))
+# --- guest results, in kernel order ---------------------------------------
+for ((i = 0; i < ${#boot_k[@]}; i++)); do
+	while [ $next -lt ${#boot_k[@]} ] && [ $next -lt $((i + jobs)) ]; do
+		boot_next
 	done
-	guest_finish "${boots[i]}"
+	KVB_BOOT=$(boot_name $i) guest_finish "${boot_k[i]}"
 done
 
 host_end
