@@ -140,10 +140,11 @@ drop_test() {
 # the emulated device. Each kernel's tests are dealt, in list order, to
 # KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so that no kernel's boot
 # runs alone for long at the end: with one boot per kernel, two at a
-# time, 7.3's ran alone for 15 of make test's 44 minutes (2026-11-29).
-# A boot costs under a minute of its own. Boots are started and shown in
-# kernel order, the first ones before the host tests below, which run
-# beside them.
+# time, 7.3's ran alone for 15 of make test's 44 minutes. With two boots
+# per kernel it took 41 min 52 s against 43 min 37 s (2026-11-29): a
+# boot runs slower beside another, and the host's CPUs were busy for 70
+# of the 84 CPU minutes. Boots are started and shown in kernel order,
+# the first ones before the host tests below, which run beside them.
 jobs=${KVB_GUEST_JOBS:-2}
 case $jobs in
 [1-9]) ;;
