@@ -155,9 +155,11 @@ case $split in
 [1-4]) ;;
 *) ktap_test_fail "KVB_GUEST_SPLIT is a number from 1 to 4 (got '$split')"; split=1 ;;
 esac
-declare -A tests_of
+# Boot I: kernel boot_k[I], name boot_name[I] (KVB_BOOT: none when a
+# kernel has one boot), tests boot_tests[I].
 boot_k=()
-boot_part=()
+boot_name=()
+boot_tests=()
 for k in $kernels; do
 	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
 	if [ -z "${KVB_TESTS:-}" ] && [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
@@ -172,27 +174,29 @@ for k in $kernels; do
 			done
 		fi
 	fi
+	parts=()
 	j=0
 	for t in $tests; do
-		tests_of["$k $((j % split + 1))"]+="$t "
+		parts[j % split]+="$t "
 		j=$((j + 1))
 	done
-	for ((part = 1; part <= split; part++)); do
-		[ -n "${tests_of["$k $part"]:-}" ] || continue
+	for ((p = 0; p < split; p++)); do
+		[ -n "${parts[p]:-}" ] || continue
 		boot_k+=("$k")
-		boot_part+=("$part")
+		if [ "$split" = 1 ]; then
+			boot_name+=("")
+		else
+			boot_name+=("part$((p + 1))")
+		fi
+		boot_tests+=("${parts[p]}")
 	done
 done
-# boot_name I: boot I's name (KVB_BOOT), none when a kernel has one boot.
-boot_name() {
-	[ "$split" = 1 ] || echo "part${boot_part[$1]}"
-}
 next=0
 # boot_next: start the next boot.
 boot_next() {
 	# shellcheck disable=SC2086
-	KVB_BOOT=$(boot_name $next) guest_start "${boot_k[next]}" \
-		${tests_of["${boot_k[next]} ${boot_part[next]}"]}
+	KVB_BOOT=${boot_name[next]} guest_start "${boot_k[next]}" \
+		${boot_tests[next]}
 	next=$((next + 1))
 }
 while [ $next -lt ${#boot_k[@]} ] && [ $next -lt "$jobs" ]; do
@@ -273,7 +277,7 @@ for ((i = 0; i < ${#boot_k[@]}; i++)); do
 	while [ $next -lt ${#boot_k[@]} ] && [ $next -lt $((i + jobs)) ]; do
 		boot_next
 	done
-	KVB_BOOT=$(boot_name $i) guest_finish "${boot_k[i]}"
+	KVB_BOOT=${boot_name[i]} guest_finish "${boot_k[i]}"
 done
 
 host_end
