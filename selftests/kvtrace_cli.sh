@@ -5,7 +5,8 @@
 # (selftests/run-all.sh runs it with the unit tests). kvtracegen is
 # deterministic, writes the trace format kvbench reads, and refuses bad
 # arguments with exit 2 and its usage; kvbench refuses bad --trace
-# options with exit 2 and its usage, and a bad trace with exit 1 naming
+# options, and demand options that contradict each other or ask for no
+# demand, with exit 2 and its usage, and a bad trace with exit 1 naming
 # the file and line, before it opens the device; and a replay on a
 # regular file (O_DIRECT) reports the hits, recalls and new blocks the
 # tier model gives for the unit test's five-request trace. A file has no
@@ -122,6 +123,29 @@ done <<EOF
 --model llama-3.1-8b
 EOF
 ktap_check "kvbench: bad --trace options exit 2 with the usage" test $bad -eq 0
+
+# Demand options that contradict each other or ask for nothing, and a
+# size whose multiple passes the type: refused, not run (each would run
+# for its -t; the timeout ends one that is).
+bad=0
+while read -r args; do
+	# shellcheck disable=SC2086
+	timeout 20 "$kvbench" -d "$tmp/dev.img" -t 5 $args > "$tmp/o" 2> "$tmp/e"
+	rc=$?
+	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: kvbench' "$tmp/e"; then
+		echo "kvbench '$args': exit $rc: $(head -1 "$tmp/e")" | ktap_diag
+		bad=1
+	fi
+done <<EOF
+-s 4,8 --kv 64:8192
+--kv 64:8192 -s 4
+-r 0
+-r 0 --streams 0
+-b 18014398509481985k
+-b 17592186044417m
+EOF
+ktap_check "kvbench: -s with --kv, no demand, a wrapping size: exit 2 with the usage" \
+	test $bad -eq 0
 
 printf '%s\n' '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}' \
 	'{"timestamp": 1, "input_length": 1, "hash_ids": [2]}' > "$tmp/bad.jsonl"

@@ -264,10 +264,15 @@ static unsigned long parse_num(const char *s, const char *what,
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (*end == 'k' || *end == 'K')
-		v <<= 10, end++;
-	else if (*end == 'm' || *end == 'M')
-		v <<= 20, end++;
+	if (*end == 'k' || *end == 'K' || *end == 'm' || *end == 'M') {
+		unsigned int shift = (*end == 'k' || *end == 'K') ? 10 : 20;
+
+		/* A multiple past the type is out of range, not wrapped. */
+		if (v > ULONG_MAX >> shift)
+			errno = ERANGE;
+		v <<= shift;
+		end++;
+	}
 	if (errno || end == s || *end || s[0] == '-' || v < lo || v > hi) {
 		fprintf(stderr, "kvbench: bad %s '%s' (%lu..%lu)\n", what, s,
 			lo, hi);
@@ -1289,7 +1294,7 @@ int main(int argc, char **argv)
 	char *tok, *save, *kv_arg = NULL;
 	/* Options of one mode only, to refuse them in the other. */
 	const char *demand_opt = NULL, *trace_opt = NULL;
-	bool model_set = false, write_set = false;
+	bool model_set = false, write_set = false, sizes_set = false;
 	struct kvt_trace trace = { 0 };
 	struct replay res = { 0 };
 
@@ -1305,6 +1310,7 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			demand_opt = "-s";
+			sizes_set = true;
 			o.nr_sizes = 0;
 			for (tok = strtok_r(optarg, ",", &save); tok;
 			     tok = strtok_r(NULL, ",", &save)) {
@@ -1411,6 +1417,11 @@ int main(int argc, char **argv)
 	} else if (trace_opt) {
 		fprintf(stderr, "kvbench: %s needs --trace\n", trace_opt);
 		usage(NULL);
+	} else {
+		if (sizes_set && kv_arg)
+			usage("-s and --kv both give the batch sizes: use one");
+		if (o.rate == 0 && !o.streams)
+			usage("no demand: with -r 0, --streams N (1 or more) issues the batches");
 	}
 	/* After -b, which the KV model divides by. */
 	if (kv_arg)
