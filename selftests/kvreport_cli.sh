@@ -4,7 +4,8 @@
 # kvreport_cli.sh: tools/kvreport on the host, on fixture results made
 # here (a deep boot's deep.json and cost.json for one kernel), without a
 # guest (selftests/run-all.sh runs it with the other host tests). Bad
-# arguments exit 2 with the usage; a kernel with no finished run exits 1.
+# arguments exit 2 with the usage, kvreport's and those of tools/kvsuite,
+# which writes the results; a kernel with no finished run exits 1.
 # Each deep row's target line names the best peer on the means and gives
 # kvbatch's ratio to it in every round (lowest and highest): a mean that
 # one round carries shows as such. A ratio that two decimals would round
@@ -22,7 +23,7 @@ source "$(dirname "$0")/ktap_helpers.sh"
 
 ktap_print_header
 command -v python3 > /dev/null || ktap_exit_skip "python3 not installed"
-ktap_set_plan 7
+ktap_set_plan 8
 
 # row ROUND ROW NONE MQ-DEADLINE KYBER BFQ KVBATCH: one round of a deep
 # row, as kvsuite's deep() writes it.
@@ -84,6 +85,24 @@ exits() {
 
 ktap_check "no arguments: exit 2 with the usage" \
 	exits 2 '^usage: tools/kvreport '
+
+# tools/kvsuite, which writes what kvreport reads: bad arguments exit 2
+# with the usage before anything is installed, built or booted. A -t with
+# a leading zero (bash would read 08 as octal, 010 as 8), a -w that lists
+# nothing, and -w with --deep (whose boot runs none of the workloads).
+bad=0
+for args in "-t|08" "-t|010" "-t|0" "-t|601" "-t|x" "-w|" "-w| " "-w|bogus" \
+	    "--deep|-w|tail" "-w|tail|--deep" "--bogus" "-k"; do
+	IFS='|' read -r -a argv <<< "$args"
+	[ "${args: -1}" != "|" ] || argv+=("")
+	timeout 20 "$top/tools/kvsuite" "${argv[@]}" > "$tmp/o" 2> "$tmp/e"
+	rc=$?
+	if [ $rc != 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: tools/kvsuite ' "$tmp/e"; then
+		echo "# not refused as expected (exit $rc): tools/kvsuite ${argv[*]}"
+		bad=$((bad + 1))
+	fi
+done
+ktap_check "kvsuite: 12 bad argument lists exit 2 with the usage" test $bad = 0
 ktap_check "a kernel with no finished run: exit 1, named" \
 	exits 1 'no finished run for 6.99.1-none' "$tmp/bench" 6.99.1-none
 # Last: the points below read its report.
