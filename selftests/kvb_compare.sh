@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # tools/kvcompare's rounds (-R), as make bench's deep recall row runs
-# them. Bad -R and -S values exit 2 with the usage and switch no
+# them. Bad -R, -S and -n values exit 2 with the usage and switch no
 # scheduler. Two rounds of a short kvbench run under mq-deadline and
 # kvbatch: the second round runs them in the other order, each round's
 # figures are on stderr, and the table and OUT.json hold the rounds
@@ -22,7 +22,8 @@ tmp=$(mktemp -d /tmp/kvb-compare.XXXXXX)
 
 kvb_set_sched nullb0 none || true
 bad=0
-for args in "-R 0" "-R 10" "-R x" "-R" "-S ''"; do
+for args in "-R 0" "-R 10" "-R x" "-R" "-S ''" "-n 0" "-n 3" "-n 2049" \
+	    "-S kvbatch" "-S 'kvbatch kvbatch'"; do
 	eval "set -- $args"
 	"$kvcompare" -d /dev/nullb0 "$@" -- -t 1 > "$tmp/out" 2> "$tmp/err"
 	rc=$?
@@ -32,7 +33,7 @@ for args in "-R 0" "-R 10" "-R x" "-R" "-S ''"; do
 		bad=$((bad + 1))
 	fi
 done
-ktap_check "5 bad -R/-S values: exit 2 with the usage, no scheduler switched" \
+ktap_check "10 bad -R/-S/-n values: exit 2 with the usage, no scheduler switched" \
 	test $bad = 0
 
 "$kvcompare" -d /dev/nullb0 -n 64 -R 2 -S "mq-deadline kvbatch" \
