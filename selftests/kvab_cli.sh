@@ -51,7 +51,16 @@ for args in "-r 0" "-r x" "-r 100" "-t 0" "-t 1000" "-w foo" "-w cost,steady" \
 		bad=$((bad + 1))
 	fi
 done
-ktap_check "17 bad argument lists: exit 2 with the usage, nothing built" \
+# A scheduler listed twice (its runs would sum into one mean), and a
+# variant named so that it would be a second kvbatch.
+for args in "-s|mq-deadline kvbatch kvbatch" "atch=HEAD"; do
+	IFS='|' read -r -a argv <<< "$args"
+	if ! refuses "${argv[@]}"; then
+		ktap_print_msg "not refused as expected: tools/kvab ${argv[*]}"
+		bad=$((bad + 1))
+	fi
+done
+ktap_check "19 bad argument lists: exit 2 with the usage, nothing built" \
 	[ $bad = 0 ]
 
 # kvinsns.py on fixed counts: each scheduler's own functions are its
