@@ -165,8 +165,9 @@ want_nvme="nvme0n1 0 0 0 0 0 0 0 0 0 0 0 0 16 fixed 0 0"
 # --- bad arguments --------------------------------------------------------
 bad=0
 while read -r args; do
+	# An interval taken for valid reports forever: the timeout ends it.
 	# shellcheck disable=SC2086
-	"$pyt" "$stat" $args > "$tmp/o" 2> "$tmp/e"
+	timeout 10 "$pyt" "$stat" $args > "$tmp/o" 2> "$tmp/e"
 	rc=$?
 	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: kvbatch-stat' "$tmp/e"; then
 		echo "'$args': exit $rc, stdout $(wc -c < "$tmp/o") bytes: $(tail -1 "$tmp/e")" | ktap_diag
@@ -179,7 +180,11 @@ x
 -0.5
 nan
 inf
+1e-9
+0.05
+1_0
 1 0
+1 1e1
 1 -3
 1 x
 1 2.5
