@@ -152,6 +152,35 @@ static inline unsigned int kvb_shallow_depth(struct blk_mq_hw_ctx *hctx,
 }
 
 /*
+ * The debugfs files' hold on the elevator. Since 6.16 the core tears an
+ * elevator down (exit_hctx(), exit_sched()) under q->elevator_lock and
+ * removes its debugfs files only later, without that lock: a read of a
+ * sched file can meet freed state unless it holds the lock, as the core's
+ * own files that read scheduler state do. Before, the queue's sched files
+ * are removed, waiting for their readers, before exit_sched() runs.
+ */
+#ifdef KVB_HAVE_ELEVATOR_LOCK
+static inline int kvb_elevator_hold(struct request_queue *q)
+{
+	return mutex_lock_interruptible(&q->elevator_lock);
+}
+
+static inline void kvb_elevator_release(struct request_queue *q)
+{
+	mutex_unlock(&q->elevator_lock);
+}
+#else
+static inline int kvb_elevator_hold(struct request_queue *q)
+{
+	return 0;
+}
+
+static inline void kvb_elevator_release(struct request_queue *q)
+{
+}
+#endif
+
+/*
  * The clock for request events. Since 6.9 the block layer caches one
  * reading per plug (blk_time_get_ns(), outside a plug or a task a plain
  * read); start_time_ns, kvbatch's arrival stamp, comes from it, so events

@@ -4,6 +4,7 @@
  * sched/: the queued requests, the open batches, the tiers, the deferred
  * writes, the statistics and histogram (and their reset), and the depth
  * controller's state. Each file reads the elevator's state (kv-elv.h)
+ * with the elevator held against teardown (kvb_elevator_hold()) and
  * under its lock, after applying the completions recorded without it, so
  * that what it shows is current. The files and their lines are described
  * in Documentation/kvbatch.rst.
@@ -12,6 +13,7 @@
 #include <linux/blkdev.h>
 #include <linux/blk-mq.h>
 #include <linux/math64.h>
+#include <linux/mutex.h>
 #include <linux/seq_file.h>
 #include <linux/spinlock.h>
 #include <linux/string.h>
@@ -20,17 +22,16 @@
 #include "elevator.h"
 #include "blk-mq-debugfs.h"
 
+#include "kv-compat.h"
 #include "kv-elv.h"
 
 /*
  * kvbatch's state behind @q's sched files, or NULL when kvbatch is not
- * @q's scheduler. The core removes the files before exit_sched() frees
- * that state, except on 7.3 after a switch away from kvbatch whose new
- * scheduler failed to start: elevator_change() has torn kvbatch down but
- * leaves its files, with q->elevator NULL, until the disk goes (see "A
- * switch that fails" in Documentation/kvbatch.rst). A read then fails
- * with -ENODEV instead of dereferencing NULL; a switch racing with it is
- * the core's to order, as for every scheduler's files.
+ * @q's scheduler; with the elevator held (kvb_elevator_hold()). On 7.3,
+ * after a switch away from kvbatch whose new scheduler failed to start,
+ * elevator_change() has torn kvbatch down but leaves its files, with
+ * q->elevator NULL, until the disk goes (see "A switch that fails" in
+ * Documentation/kvbatch.rst): a read then fails with -ENODEV.
  */
 static struct kvb_data *kvb_debugfs_data(struct request_queue *q)
 {
@@ -41,28 +42,49 @@ static struct kvb_data *kvb_debugfs_data(struct request_queue *q)
 	return e->elevator_data;
 }
 
-static int kvb_dispatch_show(void *data, struct seq_file *m)
+typedef int (*kvb_show_fn)(struct kvb_data *kd, struct seq_file *m);
+
+/* Run @show on the state behind @data's files, the elevator held. */
+static int kvb_debugfs_show(void *data, struct seq_file *m, kvb_show_fn show)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
-	struct blk_mq_hw_ctx *hctx;
-	struct request *rq;
-	unsigned long i;
+	struct kvb_data *kd;
+	int ret;
 
-	if (!kd)
-		return -ENODEV;
+	ret = kvb_elevator_hold(q);
+	if (ret)
+		return ret;
+	kd = kvb_debugfs_data(q);
+	ret = kd ? show(kd, m) : -ENODEV;
+	kvb_elevator_release(q);
+	return ret;
+}
+
+/* The debugfs show of file NAME, around kvb_NAME(). */
+#define KVB_DEBUGFS_SHOW(name)						\
+static int kvb_##name##_show(void *data, struct seq_file *m)		\
+{									\
+	return kvb_debugfs_show(data, m, kvb_##name);			\
+}
+
+static int kvb_dispatch(struct kvb_data *kd, struct seq_file *m)
+{
+	struct request *rq;
+	unsigned int i;
 
 	spin_lock_irq(&kd->lock);
 	list_for_each_entry(rq, &kd->dispatch, queuelist)
 		__blk_mq_debugfs_rq_show(m, rq);
 	spin_unlock_irq(&kd->lock);
 
-	/* Dispatched on arrival, waiting for their context's dispatch. */
-	queue_for_each_hw_ctx(q, hctx, i) {
-		struct kvb_lane *lane = hctx->sched_data;
+	/*
+	 * Dispatched on arrival, waiting for their context's dispatch. The
+	 * lanes, not the hardware contexts: exit_hctx() runs before the
+	 * core removes this file, the lanes go with @kd.
+	 */
+	for (i = 0; i < kd->nr_lanes; i++) {
+		struct kvb_lane *lane = &kd->lanes[i];
 
-		if (!lane)
-			continue;
 		spin_lock(&lane->lock);
 		list_for_each_entry(rq, &lane->rqs, queuelist)
 			__blk_mq_debugfs_rq_show(m, rq);
@@ -70,6 +92,8 @@ static int kvb_dispatch_show(void *data, struct seq_file *m)
 	}
 	return 0;
 }
+
+KVB_DEBUGFS_SHOW(dispatch)
 
 static void kvb_show_batch(struct seq_file *m, struct kvp_batch *b, u64 now)
 {
@@ -81,20 +105,14 @@ static void kvb_show_batch(struct seq_file *m, struct kvp_batch *b, u64 now)
 		   div_u64(now - b->open_ns, NSEC_PER_USEC) : 0);
 }
 
-/* The open batches, most urgent first within each tier. */
-static int kvb_batches_show(void *data, struct seq_file *m)
+/* The open batches, newest first within each tier. */
+static int kvb_batches(struct kvb_data *kd, struct seq_file *m)
 {
-	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
-	struct kvp_sched *ps;
+	struct kvp_sched *ps = kd->ps;
 	u64 now = ktime_get_ns();
 	struct kvp_batch *b;
 	u32 t;
 	bool demand;
-
-	if (!kd)
-		return -ENODEV;
-	ps = kd->ps;
 
 	demand = kvb_lock_applied(kd);
 	/*
@@ -115,18 +133,15 @@ static int kvb_batches_show(void *data, struct seq_file *m)
 	return 0;
 }
 
-static int kvb_stats_show(void *data, struct seq_file *m)
+KVB_DEBUGFS_SHOW(batches)
+
+static int kvb_stats(struct kvb_data *kd, struct seq_file *m)
 {
-	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct kvp_stats cs;
 	struct kvb_stats st;
 	unsigned int queued, inflight;
 	int i;
 	bool demand;
-
-	if (!kd)
-		return -ENODEV;
 
 	demand = kvb_lock_applied(kd);
 	st = kd->stats;
@@ -186,14 +201,11 @@ static int kvb_stats_show(void *data, struct seq_file *m)
 	return 0;
 }
 
-static int kvb_depth_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
-	bool demand;
+KVB_DEBUGFS_SHOW(stats)
 
-	if (!kd)
-		return -ENODEV;
+static int kvb_depth(struct kvb_data *kd, struct seq_file *m)
+{
+	bool demand;
 
 	demand = kvb_lock_applied(kd);
 	seq_printf(m, "nr_requests %u\n", kd->sched_depth);
@@ -222,20 +234,17 @@ static int kvb_depth_show(void *data, struct seq_file *m)
 	return 0;
 }
 
+KVB_DEBUGFS_SHOW(depth)
+
 /*
  * Batch completion-time histogram per tier: one line per non-empty bucket,
  * "tier <upper bound in µs> count"; a bucket holds [bound / 2, bound).
  */
-static int kvb_histogram_show(void *data, struct seq_file *m)
+static int kvb_histogram(struct kvb_data *kd, struct seq_file *m)
 {
-	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
 	u64 hist[KVB_NR_BATCH_TIERS][KVB_HIST_BUCKETS];
 	int t, i;
 	bool demand;
-
-	if (!kd)
-		return -ENODEV;
 
 	demand = kvb_lock_applied(kd);
 	memcpy(hist, kd->ps->stats.hist, sizeof(hist));
@@ -250,17 +259,14 @@ static int kvb_histogram_show(void *data, struct seq_file *m)
 	return 0;
 }
 
+KVB_DEBUGFS_SHOW(histogram)
+
 /* Requests queued in kvbatch and in flight, per tier. */
-static int kvb_tiers_show(void *data, struct seq_file *m)
+static int kvb_tiers(struct kvb_data *kd, struct seq_file *m)
 {
-	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
 	struct kvp_tier tiers[KVB_NR_TIERS];
 	int t;
 	bool demand;
-
-	if (!kd)
-		return -ENODEV;
 
 	demand = kvb_lock_applied(kd);
 	memcpy(tiers, kd->ps->tier, sizeof(tiers));
@@ -273,15 +279,12 @@ static int kvb_tiers_show(void *data, struct seq_file *m)
 	return 0;
 }
 
-/* The deferred write queue, oldest first. */
-static int kvb_deferred_show(void *data, struct seq_file *m)
-{
-	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
-	struct request *rq;
+KVB_DEBUGFS_SHOW(tiers)
 
-	if (!kd)
-		return -ENODEV;
+/* The deferred write queue, oldest first. */
+static int kvb_deferred(struct kvb_data *kd, struct seq_file *m)
+{
+	struct request *rq;
 
 	spin_lock_irq(&kd->lock);
 	list_for_each_entry(rq, &kd->ps->wq->rqs, queuelist)
@@ -290,36 +293,44 @@ static int kvb_deferred_show(void *data, struct seq_file *m)
 	return 0;
 }
 
-static int kvb_reset_stats_show(void *data, struct seq_file *m)
+KVB_DEBUGFS_SHOW(deferred)
+
+static int kvb_reset_stats(struct kvb_data *kd, struct seq_file *m)
 {
-	if (!kvb_debugfs_data(data))
-		return -ENODEV;
 	seq_puts(m, "write 1 to zero the counters in stats and histogram\n");
 	return 0;
 }
+
+KVB_DEBUGFS_SHOW(reset_stats)
 
 /* Zero the statistics; gauges (queued, in flight, live batches) stay. */
 static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
 				     size_t count, loff_t *ppos)
 {
 	struct request_queue *q = data;
-	struct kvb_data *kd = kvb_debugfs_data(q);
+	struct kvb_data *kd;
 	char c[3] = { };
+	ssize_t ret;
 	bool demand;
 
-	if (!kd)
-		return -ENODEV;
-
-	if (count < 1 || count > 2 || copy_from_user(c, buf, count))
-		return -EINVAL;
-	if (c[0] != '1' || (count == 2 && c[1] != '\n'))
-		return -EINVAL;
-
-	demand = kvb_lock_applied(kd);
-	memset(&kd->stats, 0, sizeof(kd->stats));
-	kvp_stats_reset(kd->ps);
-	kvb_unlock_applied(kd, demand);
-	return count;
+	ret = kvb_elevator_hold(q);
+	if (ret)
+		return ret;
+	kd = kvb_debugfs_data(q);
+	if (!kd) {
+		ret = -ENODEV;
+	} else if (count < 1 || count > 2 || copy_from_user(c, buf, count) ||
+		   c[0] != '1' || (count == 2 && c[1] != '\n')) {
+		ret = -EINVAL;
+	} else {
+		demand = kvb_lock_applied(kd);
+		memset(&kd->stats, 0, sizeof(kd->stats));
+		kvp_stats_reset(kd->ps);
+		kvb_unlock_applied(kd, demand);
+		ret = count;
+	}
+	kvb_elevator_release(q);
+	return ret;
 }
 
 const struct blk_mq_debugfs_attr kvb_queue_debugfs_attrs[] = {

@@ -57,12 +57,14 @@ struct kvb_pcpu {
  * waits here, on the context it arrived on, for that context's next
  * dispatch, which takes it under this lock alone: on a device that keeps
  * up, no device-wide lock at dispatch. A leaf lock, never taken from
- * interrupt context nor with kvb_data.lock held.
+ * interrupt context nor with kvb_data.lock held. The lanes live in
+ * kvb_data and go with it: the core calls exit_hctx() before it removes
+ * the queue's sched debugfs files, whose dispatch file lists the lanes.
  */
 struct kvb_lane {
 	spinlock_t		lock;	/* the context's inserts vs its dispatch */
 	struct list_head	rqs;
-};
+} ____cacheline_aligned_in_smp;
 
 struct kvb_data {
 	/* Protects all of kvb_data and the core; irq-safe (see top). */
@@ -77,6 +79,10 @@ struct kvb_data {
 	sector_t		burst_pos;	/* next sector of a write burst */
 
 	struct kvp_sched	*ps;
+
+	/* One per hardware context, by index (hctx->sched_data points in). */
+	struct kvb_lane		*lanes;
+	unsigned int		nr_lanes;
 
 	unsigned int		nr_queued;	/* KVB_RQ_QUEUED requests */
 	unsigned int		inflight;	/* KVB_RQ_INFLIGHT requests */

@@ -1339,14 +1339,11 @@ static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 {
 	struct request_queue *q = hctx->queue;
 	struct kvb_data *kd = q->elevator->elevator_data;
-	struct kvb_lane *lane;
 
-	lane = kzalloc_node(sizeof(*lane), GFP_KERNEL, hctx->numa_node);
-	if (!lane)
-		return -ENOMEM;
-	spin_lock_init(&lane->lock);
-	INIT_LIST_HEAD(&lane->rqs);
-	hctx->sched_data = lane;
+	/* init_sched() sized the lanes for every context of the queue. */
+	if (WARN_ON_ONCE(hctx_idx >= kd->nr_lanes))
+		return -EINVAL;
+	hctx->sched_data = &kd->lanes[hctx_idx];
 
 	kvb_set_min_shallow_depth(q, hctx);
 	kvb_update_depth(kd, max(READ_ONCE(kd->sched_depth),
@@ -1354,13 +1351,13 @@ static int kvb_init_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 	return 0;
 }
 
+/* The lane stays with kvb_data until exit_sched() (struct kvb_lane). */
 static void kvb_exit_hctx(struct blk_mq_hw_ctx *hctx, unsigned int hctx_idx)
 {
 	struct kvb_lane *lane = hctx->sched_data;
 
 	/* The queue is frozen: every request on a lane was dispatched. */
 	WARN_ON_ONCE(!list_empty(&lane->rqs));
-	kfree(lane);
 	hctx->sched_data = NULL;
 }
 
@@ -1379,6 +1376,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	unsigned int nr = clamp(max_batches, 16U, 65536U);
 	struct kvb_pcpu __percpu *pcpu;
 	struct elevator_queue *eq;
+	struct kvb_lane *lanes;
 	struct kvb_data *kd;
 	unsigned int cpu;
 	void *mem;
@@ -1391,7 +1389,10 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd = kzalloc_node(sizeof(*kd), GFP_KERNEL, q->node);
 	mem = kvzalloc_node(kvp_size(nr), GFP_KERNEL, q->node);
 	pcpu = alloc_percpu(struct kvb_pcpu);
-	if (!kd || !mem || !pcpu) {
+	lanes = kcalloc_node(max(q->nr_hw_queues, 1U), sizeof(*lanes),
+			     GFP_KERNEL, q->node);
+	if (!kd || !mem || !pcpu || !lanes) {
+		kfree(lanes);
 		free_percpu(pcpu);
 		kvfree(mem);
 		kfree(kd);
@@ -1401,6 +1402,12 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	for_each_possible_cpu(cpu)
 		spin_lock_init(&per_cpu_ptr(pcpu, cpu)->lock);
 	kd->pcpu = pcpu;
+	kd->nr_lanes = max(q->nr_hw_queues, 1U);
+	for (i = 0; i < kd->nr_lanes; i++) {
+		spin_lock_init(&lanes[i].lock);
+		INIT_LIST_HEAD(&lanes[i].rqs);
+	}
+	kd->lanes = lanes;
 
 	spin_lock_init(&kd->lock);
 	timer_setup(&kd->reap_timer, kvb_reap_timer_fn, 0);
@@ -1465,6 +1472,7 @@ static void kvb_exit_sched(struct elevator_queue *e)
 		WARN_ON_ONCE(!list_empty(&ps->fixed[t].rqs));
 
 	blk_stat_disable_accounting(kd->q);
+	kfree(kd->lanes);
 	free_percpu(kd->pcpu);
 	kvfree(ps);
 	kfree(kd);

@@ -57,6 +57,8 @@ probe KVB_HAVE_Q_ASYNC_DEPTH "$bdev" 'unsigned int async_depth' \
 	'the core keeps async_depth in the request_queue (7.3)'
 probe KVB_SHALLOW_DEPTH_PER_WORD "$sbm" 'shallow_depth: The maximum number of bits to allocate from a single word' \
 	'shallow_depth limits one sbitmap word, not the whole map'
+probe KVB_HAVE_ELEVATOR_LOCK "$bdev" 'struct mutex elevator_lock' \
+	'q->elevator_lock orders elevator teardown (6.16+)'
 probe KVB_HAVE_BLK_TIME "$blkh" 'u64 blk_time_get_ns\(void\)' \
 	'blk_time_get_ns(): the clock cached per plug (6.9+)'
 if [ -r "$blk/blk-mq-tag.h" ]; then
