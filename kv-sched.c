@@ -1328,8 +1328,12 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 	 * decides instead, so the tunable means the same on every kernel.)
 	 */
 	if (kvb_q_async_depth(q) && depth == READ_ONCE(kd->sched_depth)) {
+		spin_lock_irq(&kd->lock);
 		WRITE_ONCE(kd->async_depth,
 			   clamp(kvb_q_async_depth(q), 1U, max(depth, 1U)));
+		/* write_defer_max follows the budget (kvb_apply_params()). */
+		kvb_apply_params(kd);
+		spin_unlock_irq(&kd->lock);
 		return;
 	}
 	kvb_update_depth(kd, depth);

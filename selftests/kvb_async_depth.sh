@@ -5,9 +5,10 @@
 # tag budget of every scheduler in the queue (queue/async_depth, scaled by
 # the core when nr_requests changes). kvbatch stores its budget there: the
 # queue file shows the budget in force, a write to it becomes kvbatch's
-# budget (debugfs depth) until nr_requests or kvbatch's own async_depth
-# tunable changes, and then the tunable's rule (0: 3/4 of nr_requests; N:
-# at most N) decides again, as on kernels without the queue file.
+# budget (debugfs depth), with write_defer_max at most half of it, until
+# nr_requests or kvbatch's own async_depth tunable changes, and then the
+# tunable's rule (0: 3/4 of nr_requests; N: at most N) decides again, as
+# on kernels without the queue file.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
@@ -22,7 +23,7 @@ if [ ! -e "$q/async_depth" ]; then
 fi
 
 ktap_print_header
-ktap_set_plan 7
+ktap_set_plan 8
 
 # agree WANT: the queue file and kvbatch's budget both WANT.
 agree() {
@@ -40,6 +41,17 @@ ktap_check "selected: 3/4 of nr_requests $nr in both" agree $((nr * 3 / 4))
 
 echo 10 > "$q/async_depth"
 ktap_check "a write to queue/async_depth is kvbatch's budget" agree 10
+# Deferred writes may hold at most half of the budget (kvb_apply_params()),
+# so that a sync write still finds a tag: the write above must have moved
+# write_defer_max from half of the old budget to half of the new one.
+defer_max() {
+	local got
+
+	got=$(awk '$1 == "write_defer_max" { print $2 }' "$dbg")
+	log "write_defer_max $got"
+	[ "$got" = "$1" ]
+}
+ktap_check "and write_defer_max follows it: half of 10" defer_max 5
 
 echo 128 > "$q/nr_requests"
 ktap_check "nr_requests 128: the tunable's rule again (96)" agree 96
