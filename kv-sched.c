@@ -230,13 +230,18 @@ static void kvb_arm_reap(struct kvb_data *kd)
 
 	lockdep_assert_held(&kd->lock);
 
-	if (!b || timer_pending(&kd->reap_timer))
+	if (!b)
 		return;
 	now = ktime_get_ns();
 	end = b->last_ns + kd->ps->p.window_ns;
-	mod_timer(&kd->reap_timer, jiffies + 1 +
-		  usecs_to_jiffies(end > now ? div_u64(end - now,
-						       NSEC_PER_USEC) : 0));
+	/*
+	 * Never later than a run already armed, which a batch that has
+	 * drained since cannot need earlier; but earlier, when
+	 * batch_window_us was lowered meanwhile.
+	 */
+	timer_reduce(&kd->reap_timer, jiffies + 1 +
+		     usecs_to_jiffies(end > now ? div_u64(end - now,
+							  NSEC_PER_USEC) : 0));
 }
 
 /*
@@ -1559,6 +1564,9 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	demand = kvb_lock_applied(kd);
 	WRITE_ONCE(kd->tun[t], val);
 	kvb_apply_params(kd);
+	/* A shorter batch window closes draining batches sooner. */
+	if (t == KVB_BATCH_WINDOW_US)
+		kvb_arm_reap(kd);
 	kvb_unlock_applied(kd, demand);
 	if (t == KVB_ASYNC_DEPTH)
 		kvb_update_depth(kd, READ_ONCE(kd->sched_depth));
