@@ -14,9 +14,10 @@ host_begin() {
 	mkdir -p "$logdir"
 	start=$(date +%s)
 	ktap_print_header
-	if ! scripts/install-deps.sh 2>&1 | ktap_diag; then
+	scripts/install-deps.sh 2>&1 | ktap_diag
+	# The installer's status, not the diagnostics filter's.
+	[ "${PIPESTATUS[0]}" = 0 ] ||
 		ktap_test_fail "install Debian packages from scripts/deps.txt"
-	fi
 }
 
 # host_end: the plan, the totals line, and the exit status.
@@ -25,6 +26,26 @@ host_end() {
 	echo "# total time $(($(date +%s) - start))s"
 	echo "$KTAP_CNT_PASS passed, $KTAP_CNT_FAIL failed, $KTAP_CNT_SKIP skipped"
 	[ "$KTAP_CNT_FAIL" -eq 0 ]
+}
+
+# host_test SCRIPT PREFIX LOG: run selftests/SCRIPT on the host, its
+# output in $logdir/LOG; its test points become ours under PREFIX, its
+# diagnostics ours. A run that printed no point fails, and so does one
+# that exited with a failure no point shows: a plan it did not keep
+# (ktap_finished() counts that without a point), or a stop part way.
+host_test() {
+	local script=$1 prefix=$2 log=$logdir/$3 rc
+
+	"selftests/$script" > "$log" 2>&1
+	rc=$?
+	tap_points "$prefix" "$log" '^(not )?ok [0-9]+ '
+	grep '^# ' "$log" | ktap_diag
+	if ! grep -qE '^(not )?ok [0-9]+ ' "$log"; then
+		ktap_test_fail "${prefix}$script ran (exit $rc, no test point)"
+	elif [ "$rc" != 0 ] && [ "$rc" != "$KSFT_SKIP" ] &&
+	     ! grep -q '^not ok ' "$log"; then
+		ktap_test_fail "${prefix}$script exited $rc with no failed point (a plan not kept, or a stop part way)"
+	fi
 }
 
 # tap_points PREFIX FILE REGEX: each KTAP result line of FILE matching

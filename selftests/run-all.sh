@@ -119,11 +119,7 @@ else
 	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
 fi
 # --- tools/kvab: arguments, variant builds, instruction counts -------------
-log=$logdir/kvab-cli.log
-selftests/kvab_cli.sh > "$log" 2>&1
-tap_points "kvab: " "$log" '^(not )?ok [0-9]+ '
-grep '^# ' "$log" | ktap_diag
-grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvab host test ran"
+host_test kvab_cli.sh "kvab: " kvab-cli.log
 
 # --- guest selftests ---------------------------------------------------
 newest=$(echo "$kernels" | sort -V | tail -1)
@@ -222,40 +218,20 @@ fi
 
 # --- kvsim: command line, converter, its page in headless Chromium (host) -
 for t in cli browser; do
-	log=$logdir/kvsim-$t.log
-	selftests/kvsim_$t.sh > "$log" 2>&1
-	tap_points "kvsim $t: " "$log" '^(not )?ok [0-9]+ '
-	grep '^# ' "$log" | ktap_diag
-	grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvsim $t test ran"
+	host_test "kvsim_$t.sh" "kvsim $t: " "kvsim-$t.log"
 done
 
 # --- kvbench --trace and kvtracegen (host, a regular file, no device) -----
-log=$logdir/kvtrace-cli.log
-selftests/kvtrace_cli.sh > "$log" 2>&1
-tap_points "kvtrace: " "$log" '^(not )?ok [0-9]+ '
-grep '^# ' "$log" | ktap_diag
-grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvtrace cli test ran"
+host_test kvtrace_cli.sh "kvtrace: " kvtrace-cli.log
 
 # --- kvbatch-stat on fixture files (host) ---------------------------------
-log=$logdir/kvstat-cli.log
-selftests/kvstat_cli.sh > "$log" 2>&1
-tap_points "kvbatch-stat: " "$log" '^(not )?ok [0-9]+ '
-grep '^# ' "$log" | ktap_diag
-grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvbatch-stat host test ran"
+host_test kvstat_cli.sh "kvbatch-stat: " kvstat-cli.log
 
 # --- tools/kvreport on fixture results (host) -----------------------------
-log=$logdir/kvreport-cli.log
-selftests/kvreport_cli.sh > "$log" 2>&1
-tap_points "kvreport: " "$log" '^(not )?ok [0-9]+ '
-grep '^# ' "$log" | ktap_diag
-grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "kvreport host test ran"
+host_test kvreport_cli.sh "kvreport: " kvreport-cli.log
 
 # --- install-deps / ksrc-prepare: each image's own source (host, stubs) ----
-log=$logdir/deps-cli.log
-selftests/deps_cli.sh > "$log" 2>&1
-tap_points "deps: " "$log" '^(not )?ok [0-9]+ '
-grep '^# ' "$log" | ktap_diag
-grep -qE '^(not )?ok [0-9]+ ' "$log" || ktap_test_fail "deps host test ran"
+host_test deps_cli.sh "deps: " deps-cli.log
 
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then
