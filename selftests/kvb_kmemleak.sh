@@ -34,7 +34,7 @@ ktap_check "kmemleak finds nothing allocated by kvbatch" kvb_kmemleak_clean
 # After rmmod: an object kvbatch leaked outlives the module, and its
 # allocation backtrace points into the module's former text.
 scan_after_unload() {
-	local base size n mine lo hi obj line a
+	local f=$KVB_SCRATCH/kmemleak base size n mine lo hi
 
 	read -r base size < <(awk '$1 == "kvbatch" { print $6, $2 }' /proc/modules)
 	case $base in
@@ -42,24 +42,16 @@ scan_after_unload() {
 	*) log "cannot read kvbatch's address from /proc/modules ($base)"; return 1 ;;
 	esac
 	kvb_unload || { log "rmmod kvbatch failed"; return 1; }
-	kvb_kmemleak_scan "$KVB_SCRATCH/kmemleak"
-	n=$(grep -c '^unreferenced object' "$KVB_SCRATCH/kmemleak")
-	# Bash arithmetic is signed 64-bit: kernel addresses are negative, and
-	# ordering holds between them.
-	lo=$((base)) hi=$((base + size)) mine=0 obj=
-	while read -r line; do
-		case $line in
-		"unreferenced object"*) obj=$line; continue ;;
-		"[<"*) [ -n "$obj" ] || continue ;;
-		*) continue ;;
-		esac
-		a=${line#\[<}; a=$((0x${a%%>*}))
-		if [ "$a" -ge "$lo" ] && [ "$a" -lt "$hi" ]; then
-			mine=$((mine + 1)); obj=
-		fi
-	done < "$KVB_SCRATCH/kmemleak"
+	kvb_kmemleak_scan "$f"
+	n=$(grep -c '^unreferenced object' "$f")
+	# The range as 16 hex digits (bash prints a kernel address, negative
+	# in its signed arithmetic, in two's complement).
+	lo=$(printf '%016x' $((base))) hi=$(printf '%016x' $((base + size)))
+	awk -v lo="$lo" -v hi="$hi" -f "$KVB_ROOT/selftests/kmemleak-ours.awk" \
+		"$f" > "$f.ours"
+	mine=$(grep -c '^unreferenced object' "$f.ours")
 	log "kmemleak after unload: $n unreferenced objects in total, $mine from kvbatch's former range $base+$size"
-	[ "$mine" -eq 0 ] || { head -60 "$KVB_SCRATCH/kmemleak" | sed 's/^/# /'; return 1; }
+	[ "$mine" -eq 0 ] || { head -60 "$f.ours" | sed 's/^/# /'; return 1; }
 }
 ktap_check "after rmmod, kmemleak finds nothing allocated by kvbatch" scan_after_unload
 ktap_finished

@@ -389,16 +389,13 @@ kvb_kmemleak_scan() {
 # allocated on kvbatch's behalf, printing what it found: objects whose
 # allocation backtrace has a frame of kvbatch (kvb_*, kvp_*, [kvbatch])
 # or of the block core's elevator switch path that allocates for it
-# (elevator*, elv_*, blk_mq*). Only frames count, not the task name (every
-# test runs as a kvb_* task) or the hex dump. Needs kmemleak.
+# (elevator*, elv_*, blk_mq*); kmemleak-ours.awk reads both kernels'
+# formats. Needs kmemleak.
 kvb_kmemleak_clean() {
 	local f=$KVB_SCRATCH/kmemleak n mine
 
 	kvb_kmemleak_scan "$f"
-	awk '/^unreferenced object/ { if (hit) printf "%s", obj; obj = ""; hit = 0 }
-	     { obj = obj $0 "\n" }
-	     /^ *\[</ && /kv[bp]_|\[kvbatch\]|elevator|elv_|blk_mq/ { hit = 1 }
-	     END { if (hit) printf "%s", obj }' "$f" > "$f.ours"
+	awk -f "$KVB_ROOT/selftests/kmemleak-ours.awk" "$f" > "$f.ours"
 	n=$(grep -c '^unreferenced object' "$f")
 	mine=$(grep -c '^unreferenced object' "$f.ours")
 	log "kmemleak: $n unreferenced objects in total, $mine allocated by kvbatch or in an elevator switch"

@@ -233,6 +233,9 @@ host_test kvreport_cli.sh "kvreport: " kvreport-cli.log
 # --- install-deps / ksrc-prepare: each image's own source (host, stubs) ----
 host_test deps_cli.sh "deps: " deps-cli.log
 
+# --- the guests' kmemleak filter on both kernels' report formats (host) ---
+host_test kmemleak_cli.sh "kmemleak filter: " kmemleak-cli.log
+
 # --- the Debian package (installed in the guest by kvb_package.sh) -------
 if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then
 	ktap_test_pass "make deb builds the kvbatch-dkms package"
