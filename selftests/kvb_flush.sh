@@ -61,8 +61,16 @@ max_ms=$(jq '.jobs[0].write.clat_ns.max / 1000000 | floor' \
 	"$KVB_SCRATCH/fua.log" 2>/dev/null)
 log "O_SYNC write latency max ${max_ms:-?} ms (normal_expire_ms $expire_ms)"
 log "$(tr '\n' ' ' < $stats)"
-ktap_check "no O_SYNC write waited ${bound_ms} ms or more" \
-	test "${max_ms:-$expire_ms}" -lt $bound_ms
+# On 6.1 such a write bypasses the elevator (blk_insert_flush()): kvbatch
+# could not hold it, and the check could not fail.
+case $(uname -r) in
+6.1.*)
+	ktap_test_skip "no O_SYNC write waited ${bound_ms} ms or more" \
+		"6.1 sends these writes past the elevator" ;;
+*)
+	ktap_check "no O_SYNC write waited ${bound_ms} ms or more" \
+		test "${max_ms:-$expire_ms}" -lt $bound_ms ;;
+esac
 ktap_check "demand reads were queued meanwhile" \
 	test "$(kvb_stat nullb0 reason_tail)" -gt 0
 
