@@ -44,10 +44,10 @@ print("%.0f %.0f" % tuple(j["read"]["iops"] for j in jobs))
 EOF
 }
 
-# short IOPS0 IOPS1: the two readers got less than 85% of the device's
-# IOPS.
+# short IOPS0 IOPS1 [PCT]: the two readers got less than PCT% (85) of
+# the device's IOPS.
 short() {
-	[ $(((${1:-0} + ${2:-0}) * 100)) -lt $((capacity * 85)) ]
+	[ $(((${1:-0} + ${2:-0}) * 100)) -lt $((capacity * ${3:-85})) ]
 }
 
 # The pair runs again, up to three times in all, if either falls short: a
@@ -57,25 +57,31 @@ short() {
 # by itself (kvbatch 2694 of 3200, 84%, against none's 2908 in a 6.12
 # guest of make test, 2026-11-28; 2370 against 2751 in a 6.1 guest
 # beside another, 2026-11-29). The hold this test guards against fell
-# short by more (2506 of 3200, benchmarks.rst).
+# short by more (2506 of 3200, with none at 2942, benchmarks.rst).
+#
+# A pair says something about kvbatch only when none gets 90% of the
+# device: under a host loaded enough to keep none near 85%, kvbatch, which
+# costs more CPU per request, fell to 69-84% of it with nothing held
+# (none 2725, kvbatch 2223 in make test's 6.12 guest, 2026-11-29), as low
+# as with the hold. So none's bar is 90%, kvbatch's 85%.
 for _ in 1 2 3; do
 	read -r n0 n1 < <(run_pinned none)
 	log "none: $n0 + $n1 IOPS (device: $capacity)"
 	read -r k0 k1 < <(run_pinned kvbatch)
 	log "kvbatch: $k0 + $k1 IOPS"
-	short "$n0" "$n1" || short "$k0" "$k1" || break
+	short "$n0" "$n1" 90 || short "$k0" "$k1" || break
 done
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/stats")"
 log "$(tr '\n' ' ' < "/sys/kernel/debug/block/$d/sched/depth")"
 
 ktap_check "both readers ran under none and under kvbatch" \
 	test "${n0:-0}" -gt 0 -a "${n1:-0}" -gt 0 -a "${k0:-0}" -gt 0 -a "${k1:-0}" -gt 0
-if short "$n0" "$n1"; then
-	why="the host cannot drive the device: none got $((n0 + n1)) of $capacity IOPS in the last of three runs"
-	ktap_test_skip "none keeps the device's tags busy (>= 85% of $capacity IOPS)" "$why"
+if short "$n0" "$n1" 90; then
+	why="the host cannot drive the device: none got $((n0 + n1)) of $capacity IOPS (under 90%) in the last of three runs"
+	ktap_test_skip "none keeps the device's tags busy (>= 90% of $capacity IOPS)" "$why"
 	ktap_test_skip "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" "$why"
 else
-	ktap_test_pass "none keeps the device's tags busy (>= 85% of $capacity IOPS)"
+	ktap_test_pass "none keeps the device's tags busy (>= 90% of $capacity IOPS)"
 	ktap_check "kvbatch keeps both queues' tags busy (>= 85% of $capacity IOPS)" \
 		test $(((k0 + k1) * 100)) -ge $((capacity * 85))
 fi
