@@ -188,7 +188,8 @@ sparse: prepare
 endif
 
 # Userspace helpers the selftests run in the guest.
-SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio $(BUILD)/selftests/kvb_failnth
+SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio $(BUILD)/selftests/kvb_failnth \
+		   $(BUILD)/selftests/kvb_firstwrite
 USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 
 selftests-bin: $(SELFTEST_BINS)
@@ -231,6 +232,10 @@ $(BUILD)/selftests/kvb_seqio: $(TOP)/selftests/kvb_seqio.c
 $(BUILD)/selftests/kvb_failnth: $(TOP)/selftests/kvb_failnth.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $<
+
+$(BUILD)/selftests/kvb_firstwrite: $(TOP)/selftests/kvb_firstwrite.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -lpthread
 
 # Policy core unit tests in userspace (TAP).
 unit:
