@@ -863,16 +863,30 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	LIST_HEAD(direct);
 	LIST_HEAD(free);
 	unsigned long expiry;
+	bool writes_waited;
 
 	spin_lock_irqsave(&kd->lock, irqflags);
 	/* A batch whose last request completed is closed before it is joined. */
 	kvb_drain(kd);
+	writes_waited = kd->ps->wq->queued;
 	while (!list_empty(list)) {
 		struct request *rq;
 
 		rq = list_first_entry(list, struct request, queuelist);
 		list_del_init(&rq->queuelist);
 		kvb_insert_request(kd, rq, at_head, &free, &direct, now);
+	}
+	/*
+	 * The first deferred write: a completion that read the write queue
+	 * empty recorded without the lock, and may be the last demand
+	 * request the write is about to be held behind. Its check after the
+	 * record (kvb_record_needs_lock()) reads the queue again: either it
+	 * sees the write and takes the lock, or this drain sees its record.
+	 * Pairs with the barrier there.
+	 */
+	if (!writes_waited && kd->ps->wq->queued) {
+		smp_mb();
+		kvb_drain(kd);
 	}
 	/* The queue run that follows the insert sees any room this makes. */
 	kvb_hold(kd);
@@ -920,13 +934,24 @@ static void kvb_prepare_request(struct request *rq)
  * the dispatch that takes it is running or follows its insert, and
  * applies the record. A queued count read stale here belongs to a request
  * a dispatch has just started, whose own completion decides again.
+ *
+ * Deferred writes are queued: this completion read the write queue empty
+ * before recording, and the first write arrived since. The insert held
+ * the write behind the demand it saw in flight, and this may be the last
+ * of that demand: only a locked path can tell.
  */
 static bool kvb_record_needs_lock(struct kvb_data *kd)
 {
 	u32 inflight, limit;
 
-	/* Pairs with the barriers in kvb_hold() and kvb_drain(). */
+	/*
+	 * Pairs with the barriers in kvb_hold(), kvb_drain() and
+	 * kvb_insert_requests().
+	 */
 	smp_mb__after_atomic();
+	/* A write queued since the look in kvb_request_done(). */
+	if (READ_ONCE(kd->ps->wq->queued))
+		return true;
 	inflight = kvb_inflight(kd);
 	if (READ_ONCE(kd->held)) {
 		limit = kvp_limit(kd->ps);
@@ -959,8 +984,8 @@ static bool kvb_goes_idle(struct kvb_data *kd)
  * (kvb_record_needs_lock()). Deferred writes may wait for the end of
  * demand, which only a locked path sees: while writes are queued, every
  * completion takes the lock; one that recorded as the first write was
- * queued is seen by the next holder of the lock (kvb_settle(), or the
- * dispatch or insert it is part of).
+ * queued either sees the write after its record and takes the lock too,
+ * or has its record applied by the insert (kvb_insert_requests()).
  */
 static void kvb_request_done(struct request *rq, u64 now)
 {
