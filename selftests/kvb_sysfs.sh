@@ -5,8 +5,10 @@
 # default; each bad input (garbage, sign, fraction, hex, out of range,
 # overflow, empty line, a huge string) fails with EINVAL and leaves the value
 # unchanged; so do boundary values and FUZZ (default 200) random byte strings
-# per knob. Also checks that the debugfs state files exist, and that random
-# valid knob and nr_requests writes under verified load are safe.
+# per knob. Also checks that the debugfs state files exist, that
+# concurrent nr_requests and async_depth writes leave the budget both call
+# for, and that random valid knob and nr_requests writes under verified
+# load are safe.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
@@ -16,7 +18,7 @@ disk=nvme0n1
 kvb_load || ktap_exit_skip "cannot load kvbatch"
 
 ktap_print_header
-ktap_set_plan $((${#KVB_TUNABLES[@]} * 5 + 7))
+ktap_set_plan $((${#KVB_TUNABLES[@]} * 5 + 8))
 
 kvb_use_kvbatch $disk
 dir=/sys/block/$disk/queue/iosched
@@ -151,6 +153,37 @@ ktap_check "batch_key: bad names -> EINVAL, value unchanged" key_rejects
 ktap_check "batch_key: $FUZZ random byte strings -> EINVAL, value unchanged" \
 	fuzz_random $key cgroup+ioprio
 ktap_check "debugfs state files readable" debugfs_files
+
+# A write to nr_requests and one to the async_depth knob, at once: they
+# take different locks (the queue's and the elevator's sysfs lock), and
+# kvbatch's budget must end as the pool and the knob say (0: 3/4 of the
+# pool; N: N, at most the pool), never as an older pool did.
+depth_races() {
+	local nrq=/sys/block/$disk/queue/nr_requests
+	local dbg=/sys/kernel/debug/block/$disk/sched/depth
+	local sizes=(64 256 1000) knobs=(0 16 500)
+	local nr0 i nr tun want kn kb rc=0
+
+	nr0=$(cat $nrq)
+	for ((i = 0; i < 40; i++)); do
+		nr=${sizes[$((RANDOM % 3))]} tun=${knobs[$((RANDOM % 3))]}
+		echo "$nr" > $nrq &
+		echo "$tun" > $dir/async_depth &
+		wait
+		want=$((tun ? (tun < nr ? tun : nr) : nr * 3 / 4))
+		kn=$(awk '$1 == "nr_requests" { print $2 }' $dbg)
+		kb=$(awk '$1 == "async_depth" { print $2 }' $dbg)
+		if [ "$kn" != "$(cat $nrq)" ] || [ "$kb" != "$want" ]; then
+			log "round $i: nr_requests $nr, async_depth knob $tun: kvbatch has pool $kn, budget $kb (want $want)"
+			rc=1
+		fi
+	done
+	echo 0 > $dir/async_depth
+	echo "$nr0" > $nrq
+	return $rc
+}
+ktap_check "nr_requests and async_depth written at once: the budget follows both" \
+	depth_races
 
 # Knob changes under load must be safe.
 knobs_under_load() {
