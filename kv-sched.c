@@ -1297,29 +1297,43 @@ static u32 kvb_depth_ceiling(struct request_queue *q, unsigned int depth)
 }
 
 /*
- * Recompute what follows from the scheduler pool size. The async budget is
- * the async_depth tunable, or 3/4 of the pool when it is 0, and never more
- * than the pool. Where the core keeps the budget in the queue (7.3), it is
- * stored there too, as mq-deadline and kyber do, so that queue/async_depth
- * shows the budget in force and a write to it reaches kvbatch
- * (kvb_depth_updated()).
+ * Derive what follows from the scheduler pool size, kd->sched_depth. The
+ * async budget is the async_depth tunable, or 3/4 of the pool when it is
+ * 0, and never more than the pool. Where the core keeps the budget in the
+ * queue (7.3), it is stored there too, as mq-deadline and kyber do, so
+ * that queue/async_depth shows the budget in force and a write to it
+ * reaches kvbatch (kvb_depth_updated()).
+ *
+ * Under the lock, with the pool size read there: a write to the tunable
+ * (elevator sysfs lock) and one to nr_requests (the queue's) run
+ * concurrently, and a budget worked out from a pool size read outside
+ * would be stored over the new pool's.
  */
-static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
+static void kvb_derive_depth(struct kvb_data *kd)
 {
-	struct request_queue *q = kd->q;
+	unsigned int depth = kd->sched_depth;
 	unsigned int want = kvb_tun(kd, KVB_ASYNC_DEPTH);
 	unsigned int async;
 
-	WRITE_ONCE(kd->sched_depth, depth);
+	lockdep_assert_held(&kd->lock);
+
 	if (!want)
 		want = depth * 3 / 4;
 	async = clamp(want, 1U, max(depth, 1U));
 	WRITE_ONCE(kd->async_depth, async);
-	kvb_q_set_async_depth(q, async);
+	kvb_q_set_async_depth(kd->q, async);
+	kvp_depth_set_max(&kd->depth, kvb_depth_ceiling(kd->q, depth));
+	kvb_apply_params(kd);
+}
+
+/* The scheduler pool is now @depth requests per hardware context. */
+static void kvb_update_depth(struct kvb_data *kd, unsigned int depth)
+{
+	struct request_queue *q = kd->q;
 
 	spin_lock_irq(&kd->lock);
-	kvp_depth_set_max(&kd->depth, kvb_depth_ceiling(q, depth));
-	kvb_apply_params(kd);
+	WRITE_ONCE(kd->sched_depth, depth);
+	kvb_derive_depth(kd);
 	spin_unlock_irq(&kd->lock);
 
 	/*
@@ -1357,14 +1371,18 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 	 * size the core has scaled q->async_depth; kvbatch's rule above
 	 * decides instead, so the tunable means the same on every kernel.)
 	 */
-	if (kvb_q_async_depth(q) && depth == READ_ONCE(kd->sched_depth)) {
+	if (kvb_q_async_depth(q)) {
 		spin_lock_irq(&kd->lock);
-		WRITE_ONCE(kd->async_depth,
-			   clamp(kvb_q_async_depth(q), 1U, max(depth, 1U)));
-		/* write_defer_max follows the budget (kvb_apply_params()). */
-		kvb_apply_params(kd);
+		if (depth == kd->sched_depth) {
+			WRITE_ONCE(kd->async_depth,
+				   clamp(kvb_q_async_depth(q), 1U,
+					 max(depth, 1U)));
+			/* write_defer_max follows the budget. */
+			kvb_apply_params(kd);
+			spin_unlock_irq(&kd->lock);
+			return;
+		}
 		spin_unlock_irq(&kd->lock);
-		return;
 	}
 	kvb_update_depth(kd, depth);
 }
@@ -1588,13 +1606,14 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	/* A lower max_inflight may hold work already queued. */
 	demand = kvb_lock_applied(kd);
 	WRITE_ONCE(kd->tun[t], val);
-	kvb_apply_params(kd);
+	if (t == KVB_ASYNC_DEPTH)
+		kvb_derive_depth(kd);
+	else
+		kvb_apply_params(kd);
 	/* A shorter batch window closes draining batches sooner. */
 	if (t == KVB_BATCH_WINDOW_US)
 		kvb_arm_reap(kd);
 	kvb_unlock_applied(kd, demand);
-	if (t == KVB_ASYNC_DEPTH)
-		kvb_update_depth(kd, READ_ONCE(kd->sched_depth));
 	/* A higher max_inflight, or a shorter expire, may free requests. */
 	blk_mq_run_hw_queues(kd->q, true);
 	return count;
