@@ -882,9 +882,9 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	 * request the write is about to be held behind. Its check after the
 	 * record (kvb_record_needs_lock()) reads the queue again: either it
 	 * sees the write and takes the lock, or this drain sees its record.
-	 * Pairs with the barrier there.
 	 */
 	if (!writes_waited && kd->ps->wq->queued) {
+		/* Pairs with the barrier in kvb_record_needs_lock(). */
 		smp_mb();
 		kvb_drain(kd);
 	}
