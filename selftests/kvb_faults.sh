@@ -63,9 +63,13 @@ fill() {
 # read_back NAME [noverify]: verified random reads of what fill() wrote
 # while faults fire; I/O errors are allowed, a verify error is not. Prints
 # how many of fio's 2 jobs saw an I/O error (fio's JSON keeps each job's
-# first error code, not a count).
+# first error code, not a count), or -1 if fio's output is unreadable, and
+# returns 1 on a verify error: fio ends the job with EILSEQ (84) and
+# prints "verify: ..." (with continue_on_error=io and verify_fatal, seen
+# on a loop device with a corrupted block), which the count must not take
+# for an I/O error.
 read_back() {
-	local name=$1 out=$KVB_SCRATCH/$1.json verify
+	local name=$1 out=$KVB_SCRATCH/$1.json err=$KVB_SCRATCH/$1.err verify
 
 	verify=(--verify=crc32c --verify_only=0 --verify_fatal=1 --verify_state_load=0)
 	[ "${2:-}" != noverify ] || verify=()
@@ -73,8 +77,13 @@ read_back() {
 		--name="$name" --filename=/dev/nullb0 --direct=1 \
 		--ioengine=io_uring --rw=randread --bs=64k --size=256M \
 		--iodepth=16 --numjobs=2 --time_based --runtime="$RUNTIME" \
-		--continue_on_error=io "${verify[@]}" >/dev/null 2>&1)
-	jq '[.jobs[] | select(.error != 0)] | length' "$out" 2>/dev/null || echo -1
+		--continue_on_error=io "${verify[@]}" >/dev/null 2>"$err")
+	jq '[.jobs[] | select(.error != 0 and .error != 84)] | length' "$out" 2>/dev/null || echo -1
+	if grep -q "^verify:\|verify failed" "$err" ||
+	   [ "$(jq '[.jobs[] | select(.error == 84)] | length' "$out" 2>/dev/null)" != 0 ]; then
+		log "$name: verify error: $(head -3 "$err")" >&2
+		return 1
+	fi
 }
 
 # armed_reads ATTR DISKFILE PROBABILITY TIMES DESCRIPTION: verified reads
@@ -82,7 +91,7 @@ read_back() {
 # per-disk switch); one test point: what completes verifies and kvbatch's
 # accounting balances, plus, for fail_make_request, that faults happened.
 armed_reads() {
-	local attr=$1 file=$2 errs
+	local attr=$1 file=$2 times=$4 errs verified=1 left fired
 
 	[ -d "$DBG/$attr" ] || { ktap_test_skip "$attr: kernel without it (make test-debug)"; return; }
 	nullb_up || { ktap_test_fail "$attr: null_blk"; return; }
@@ -90,11 +99,17 @@ armed_reads() {
 	echo 1000 > /sys/block/nullb0/queue/io_timeout
 	echo 1 > "/sys/block/nullb0/$file"
 	fault_attr "$attr" "$3" 1 "$4"
-	errs=$(read_back "$attr")
+	errs=$(read_back "$attr") || verified=0
+	# times counts down as faults fire (-1: no limit, no count).
+	left=$(cat "$DBG/$attr/times")
+	fired=$((times < 0 ? -1 : times - left))
 	fault_attr "$attr"
 	echo 0 > "/sys/block/nullb0/$file"
-	log "$attr: $errs of 2 fio jobs saw I/O errors"
+	log "$attr: $fired faults fired (-1: not counted), $errs of 2 fio jobs saw I/O errors, verified $verified"
 	check() {
+		[ "$verified" = 1 ] && [ "$errs" -ge 0 ] || return 1
+		# A limited fault must have fired, or nothing was tested.
+		[ "$times" -lt 0 ] || [ "$fired" -gt 0 ] || return 1
 		# Timed-out requests are retried or failed by the driver;
 		# failed submissions always reach fio.
 		[ "$attr" != fail_make_request ] || [ "$errs" -gt 0 ] || return 1
@@ -107,7 +122,7 @@ armed_reads() {
 # null_blk's own injection: requeue (BLK_STS_RESOURCE back to the
 # scheduler) and timeout (a request the driver never completes).
 nullb_inject() {
-	local what=$1 param=$2 errs rq
+	local what=$1 param=$2 errs rq verified=1
 
 	if [ ! -e /sys/module/null_blk ] && ! modinfo -p null_blk 2>/dev/null | grep -q "^$what:"; then
 		ktap_test_skip "null_blk $what injection: null_blk built without CONFIG_BLK_DEV_NULL_BLK_FAULT_INJECTION (make test-debug)"
@@ -119,14 +134,15 @@ nullb_inject() {
 		# Injected from the first request on: writes would time out
 		# too, so there is no pattern to verify; reads must still
 		# all end, the timed-out ones with an error.
-		errs=$(read_back "nullb-$what" noverify)
+		errs=$(read_back "nullb-$what" noverify) || verified=0
 	else
 		fill || { ktap_test_fail "null_blk $what injection: fill"; nullb_down; return; }
-		errs=$(read_back "nullb-$what")
+		errs=$(read_back "nullb-$what") || verified=0
 	fi
 	rq=$(kvb_stat nullb0 requeued)
-	log "null_blk $what=$param: $errs of 2 fio jobs saw I/O errors, kvbatch requeued $rq"
+	log "null_blk $what=$param: $errs of 2 fio jobs saw I/O errors, kvbatch requeued $rq, verified $verified"
 	check() {
+		[ "$verified" = 1 ] || return 1
 		case $what in
 		requeue) [ "$errs" = 0 ] && [ "$rq" -gt 0 ] ;;
 		*) [ "$errs" -gt 0 ] ;;
