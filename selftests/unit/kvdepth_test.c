@@ -699,6 +699,53 @@ static bool test_trial_fails_fast(void)
 	return true;
 }
 
+/*
+ * nr_requests changes while a shallower trial runs (kvp_depth_set_max()
+ * from the depth_updated hook), and then the trial fails: the limit goes
+ * back to where the trial started, but never above the new ceiling, and
+ * a start at the old ceiling follows the ceiling as a limit there would.
+ */
+static bool test_ceiling_in_trial(void)
+{
+	static const u32 ceilings[] = { 128, 64, 512 };
+	u32 j;
+
+	for (j = 0; j < 3; j++) {
+		struct kvp_depth d;
+		u64 t = 1 * SEC, lat = 8 * MS;
+		u32 i, from, inflight = 64;
+
+		kvp_depth_init(&d, 256);
+		kvp_depth_dispatched(&d, 1, t);
+		for (i = 0; i < 100000 && d.trial != KVP_TRIAL_DOWN; i++) {
+			t += lat / inflight;
+			kvp_depth_dispatched(&d, inflight, t);
+			kvp_depth_completed(&d, t, lat, inflight - 1, false);
+		}
+		EXPECT(d.trial == KVP_TRIAL_DOWN,
+		       "no shallower trial under a light load (limit %u)",
+		       d.limit);
+		from = d.trial_from;
+		kvp_depth_set_max(&d, ceilings[j]);
+		/* The load rises past the trial's limit; no gain from it. */
+		for (i = 0; i < 8 * KVP_DEPTH_WINDOW_RQS && d.trial; i++) {
+			inflight = d.limit;
+			t += lat / inflight;
+			kvp_depth_dispatched(&d, inflight, t);
+			kvp_depth_completed(&d, t, lat, inflight - 1, true);
+		}
+		diag("trial from %u, ceiling now %u: limit %u after the trial",
+		     from, d.max, d.limit);
+		EXPECT(!d.trial, "the trial did not end");
+		EXPECT(d.limit <= d.max, "limit %u above the new ceiling %u",
+		       d.limit, d.max);
+		EXPECT(d.limit == d.max,
+		       "a trial from the old ceiling %u ended at %u, not at the new ceiling %u",
+		       from, d.limit, d.max);
+	}
+	return true;
+}
+
 TAP_MAIN(
 	{ test_steady, "depth: steady load keeps throughput and the queue" },
 	{ test_bursty, "depth: bursts with idle gaps keep throughput" },
@@ -710,5 +757,7 @@ TAP_MAIN(
 	  "depth: a failing shallower trial ends early" },
 	{ test_clock_order, "depth: a clock read out of order" },
 	{ test_idle_gap, "depth: idle time does not shrink the limit" },
-	{ test_bounds, "depth: the limit stays within its bounds" }
+	{ test_bounds, "depth: the limit stays within its bounds" },
+	{ test_ceiling_in_trial,
+	  "depth: a failed trial goes back within a ceiling changed under it" }
 )
