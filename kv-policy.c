@@ -797,6 +797,14 @@ void kvp_depth_set_max(struct kvp_depth *d, u32 max)
 	/* A limit at the old ceiling found nothing to trim: it follows. */
 	if (d->limit > d->max || d->limit == old)
 		d->limit = d->max;
+	/*
+	 * So does the limit a running trial goes back to if it fails: it
+	 * would otherwise restore the old ceiling, or a limit above the new
+	 * one.
+	 */
+	if (d->trial != KVP_TRIAL_NONE &&
+	    (d->trial_from > d->max || d->trial_from == old))
+		d->trial_from = d->max;
 }
 
 /* Busy time of the current window up to @now. */
