@@ -313,15 +313,21 @@ static ssize_t kvb_reset_stats_write(void *data, const char __user *buf,
 	ssize_t ret;
 	bool demand;
 
+	/*
+	 * The input is read before the elevator is held: a fault on the
+	 * user buffer takes mmap_lock, which ranks above q->elevator_lock
+	 * (a fault can wait on a frozen queue, and a queue is frozen with
+	 * the elevator lock taken after).
+	 */
+	if (count < 1 || count > 2 || copy_from_user(c, buf, count) ||
+	    c[0] != '1' || (count == 2 && c[1] != '\n'))
+		return -EINVAL;
 	ret = kvb_elevator_hold(q);
 	if (ret)
 		return ret;
 	kd = kvb_debugfs_data(q);
 	if (!kd) {
 		ret = -ENODEV;
-	} else if (count < 1 || count > 2 || copy_from_user(c, buf, count) ||
-		   c[0] != '1' || (count == 2 && c[1] != '\n')) {
-		ret = -EINVAL;
 	} else {
 		demand = kvb_lock_applied(kd);
 		memset(&kd->stats, 0, sizeof(kd->stats));
