@@ -642,20 +642,33 @@ static bool test_throttled(void)
  * a little shorter (the host's own delays shrink with the load), within
  * a window.
  */
+/*
+ * From a fresh controller with a ceiling of 256: a light load (64 in
+ * flight of 8 ms each, nothing held) until a shallower trial starts, or
+ * 100000 completions. Returns the time reached.
+ */
+static u64 light_until_trial(struct kvp_depth *d, u64 lat)
+{
+	u64 t = 1 * SEC;
+	u32 i, inflight = 64;
+
+	kvp_depth_init(d, 256);
+	kvp_depth_dispatched(d, 1, t);
+	for (i = 0; i < 100000 && d->trial != KVP_TRIAL_DOWN; i++) {
+		t += lat / inflight;
+		kvp_depth_dispatched(d, inflight, t);
+		kvp_depth_completed(d, t, lat, inflight - 1, false);
+	}
+	return t;
+}
+
 static u32 failing_trial(u32 pct, u32 *from, u32 *to)
 {
 	struct kvp_depth d;
-	u64 t = 1 * SEC, lat = 8 * MS;
-	u32 i, n, inflight = 64;
+	u64 t, lat = 8 * MS;
+	u32 n, inflight;
 
-	kvp_depth_init(&d, 256);
-	kvp_depth_dispatched(&d, 1, t);
-	/* A light load (64 in flight, nothing held) until a trial starts. */
-	for (i = 0; i < 100000 && d.trial != KVP_TRIAL_DOWN; i++) {
-		t += lat / inflight;
-		kvp_depth_dispatched(&d, inflight, t);
-		kvp_depth_completed(&d, t, lat, inflight - 1, false);
-	}
+	t = light_until_trial(&d, lat);
 	*from = d.trial_from;
 	*to = d.limit;
 	if (d.trial != KVP_TRIAL_DOWN)
@@ -712,16 +725,10 @@ static bool test_ceiling_in_trial(void)
 
 	for (j = 0; j < 3; j++) {
 		struct kvp_depth d;
-		u64 t = 1 * SEC, lat = 8 * MS;
-		u32 i, from, inflight = 64;
+		u64 t, lat = 8 * MS;
+		u32 i, from, inflight;
 
-		kvp_depth_init(&d, 256);
-		kvp_depth_dispatched(&d, 1, t);
-		for (i = 0; i < 100000 && d.trial != KVP_TRIAL_DOWN; i++) {
-			t += lat / inflight;
-			kvp_depth_dispatched(&d, inflight, t);
-			kvp_depth_completed(&d, t, lat, inflight - 1, false);
-		}
+		t = light_until_trial(&d, lat);
 		EXPECT(d.trial == KVP_TRIAL_DOWN,
 		       "no shallower trial under a light load (limit %u)",
 		       d.limit);
