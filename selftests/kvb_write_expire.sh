@@ -1,0 +1,91 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# A deferred write held behind demand goes to the device when it expires
+# (write_expire_ms), even when nothing is inserted after it and the
+# demand it waits behind is still in flight.
+#
+# On a null_blk with a 4 s service time and max_inflight 2: two normal
+# reads fill the limit; an idle-class write (deferred) and a real-time
+# read (demand) queue behind them. When the two reads complete, the
+# demand read is dispatched and the write is held behind it, with nothing
+# inserted from then on. write_expire_ms is set so that the write expires
+# half a second after that, while the demand read has three and a half
+# seconds left: the write must then start, and complete about
+# write_expire_ms plus one service time after it was issued. A write that
+# waits for the end of demand instead takes about 3.5 s more.
+source "$(dirname "$0")/lib.sh"
+
+kvb_require_root
+kvb_require_cmd python3
+svc_ms=4000
+kvb_begin_nullb 5 submit_queues=1 hw_queue_depth=16 irqmode=2 \
+	completion_nsec=$((svc_ms * 1000000))
+
+d=nullb0
+out=$KVB_SCRATCH/done
+kvb_use_kvbatch "$d"
+echo 64 > "/sys/block/$d/queue/nr_requests"
+echo 2 > "/sys/block/$d/queue/iosched/max_inflight"
+echo 30000 > "/sys/block/$d/queue/io_timeout"
+# Expiry 500 ms after the reads complete and the demand read starts
+# (svc_ms after the reads were issued, shortly before the write), long
+# before the demand read completes (2 x svc_ms).
+expire_ms=$((svc_ms + 500))
+echo "$expire_ms" > "/sys/block/$d/queue/iosched/write_expire_ms"
+echo 1 > "/sys/kernel/debug/block/$d/sched/reset_stats"
+
+# One process: each I/O (4 KiB, O_DIRECT) from a thread of its own in its
+# I/O priority class, started once kvbatch's statistics show the one
+# before it in place (10 s a step; no process is started meanwhile, so
+# the steps take milliseconds). Prints "setup ok" or what went wrong,
+# then per I/O its name and latency (ms, from just before the system
+# call), in completion order.
+python3 - "$(dirname "$0")" "/dev/$d" \
+	"/sys/kernel/debug/block/$d/sched/stats" > "$out" <<'PY'
+import sys
+
+sys.path.insert(0, sys.argv[1])
+from kvbio import BE, IDLE, RT, Ios, wait_stat
+
+dev, stats = sys.argv[2:4]
+ios = Ios(dev)
+ios.start('read1', 10, cls=BE)
+ios.start('read2', 20, cls=BE)
+ok = wait_stat(stats, 'inflight', 2) == 0
+if ok:
+    ios.start('write', 30, write=True, cls=IDLE)
+    ok = wait_stat(stats, 'queued', 1) == 0
+if ok:
+    ios.start('demand', 40, cls=RT)
+    ok = wait_stat(stats, 'queued', 2) == 0
+if ok:
+    print('setup ok')
+for name, ms in ios.join():
+    print(name, ms)
+PY
+# What went wrong in the setup, if anything (diagnostics already).
+grep -vE '^([a-z0-9]+ [0-9]+|setup ok)$' "$out"
+log "completed (name, ms): $(grep -E '^[a-z0-9]+ [0-9]+$' "$out" | tr '\n' ' ')"
+log "$(tr '\n' ' ' < /sys/kernel/debug/block/$d/sched/stats)"
+
+ktap_check "two reads in flight, the write and the demand read queued" \
+	grep -qx "setup ok" "$out"
+ktap_check "the write was deferred" \
+	test "$(kvb_stat $d writes_deferred)" -ge 1
+lat_w=$(awk '$1 == "write" { print $2 }' "$out")
+lat_d=$(awk '$1 == "demand" { print $2 }' "$out")
+# Expiry, then one service time; 1 s for the guest's threads and timers.
+# Waiting for the end of demand would add about 3.5 s.
+limit=$((expire_ms + svc_ms + 1000))
+log "write took ${lat_w:-?} ms (limit $limit), demand read ${lat_d:-?} ms"
+ktap_check "the write started when it expired, not at the end of demand" \
+	test "${lat_w:-999999}" -lt "$limit"
+ktap_check "the demand read completed first" \
+	test "$(grep -E '^[a-z0-9]+ [0-9]+$' "$out" | sed -n 3p | cut -d' ' -f1)" = demand
+ktap_check "accounting balances (inserted = completed + merged)" \
+	kvb_balanced "$d"
+
+kvb_set_sched "$d" none || true
+kvb_nullb_teardown
+ktap_finished
