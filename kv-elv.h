@@ -94,6 +94,8 @@ struct kvb_data {
 
 	/* Closes batches past their batch_window_us on an idle queue. */
 	struct timer_list	reap_timer;
+	/* Runs the queue when the oldest held write expires. */
+	struct timer_list	write_timer;
 
 	/* Completions not yet applied to the core, and where they wait. */
 	struct kvb_pcpu __percpu *pcpu;

@@ -478,6 +478,37 @@ static inline u32 kvb_kick_batch(u32 limit)
 }
 
 /*
+ * Deferred writes are held behind demand in flight: arm the write timer
+ * for the oldest one's expiry, in case demand is still in flight then and
+ * nothing else runs the queue. A timer of our own, not a delayed queue
+ * run: blk-mq keeps one run per hardware context, and any run asked for
+ * meanwhile (a hold that ends, a driver tag freed) replaces the delayed
+ * one, or the delayed one is not armed because another is pending. It
+ * fires no earlier than the expiry (jiffies rounded up, plus the tick
+ * under way); one armed for a write dispatched since fires early and
+ * arms itself again (kvb_write_timer_fn()).
+ */
+static void kvb_arm_write_timer(struct kvb_data *kd)
+{
+	struct kvp_sched *ps = kd->ps;
+	u64 now, until;
+
+	lockdep_assert_held(&kd->lock);
+
+	/*
+	 * kvp_writes_held() checks these too; asking first keeps the clock
+	 * read off every call that has no write waiting.
+	 */
+	if (!ps->wq->queued || !ps->tier[KVB_TIER_DEMAND].inflight)
+		return;
+	now = ktime_get_ns();
+	if (!kvp_writes_held(ps, now, &until))
+		return;
+	timer_reduce(&kd->write_timer, jiffies + 1 +
+		     nsecs_to_jiffies(until - now + TICK_NSEC - 1));
+}
+
+/*
  * Completions were applied where no dispatch follows: at a completion
  * that took the lock, the reap timer, a statistics read or a tunable
  * store. Each event that would run the queue may have been one of them:
@@ -487,8 +518,9 @@ static inline u32 kvb_kick_batch(u32 limit)
  * writes waited; a depth window closed here may have lowered the limit
  * below what is in flight, with no hold published, so that has_work()
  * says "no work" and no completion takes the lock. Publish the hold the
- * limit calls for, end one there is room for, and return true if the
- * queue must run. @demand: demand was in flight before the drain.
+ * limit calls for, end one there is room for, arm the write timer for
+ * writes held behind demand, and return true if the queue must run.
+ * @demand: demand was in flight before the drain.
  */
 static bool kvb_settle(struct kvb_data *kd, bool demand)
 {
@@ -498,6 +530,12 @@ static bool kvb_settle(struct kvb_data *kd, bool demand)
 	lockdep_assert_held(&kd->lock);
 
 	kvb_hold(kd);
+	/*
+	 * Writes held behind demand, now that room or the hold is applied
+	 * (the queue run below finds has_work() saying "no work" for
+	 * them); or write_expire_ms was lowered.
+	 */
+	kvb_arm_write_timer(kd);
 	limit = kvp_limit(ps);
 	/*
 	 * Run the queue when a hold has room for a batch of requests (an
@@ -601,6 +639,11 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 		kvb_start_request(kd, rq, now);
 		kvb_hold(kd);
 	}
+	/*
+	 * Writes held back, by demand this may have started: has_work()
+	 * says "no work" from here until a queue run.
+	 */
+	kvb_arm_write_timer(kd);
 	if (rq && pick.kind != KVP_PICK_NONE) {
 		struct kvp_batch *b = pick.batch;
 
@@ -622,8 +665,7 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
  * runs the queue (kvb_request_done()); and while deferred writes are
  * held behind in-flight demand it says "no work", as dispatch would, so
  * blk-mq does not poll: the last demand completion runs the queue, and
- * the run armed at insert (kvb_write_expiry_delay()) the oldest write's
- * expiry.
+ * the write timer (kvb_arm_write_timer()) the oldest write's expiry.
  */
 static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 {
@@ -647,33 +689,6 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 	    READ_ONCE(ps->tier[KVB_TIER_DEMAND].inflight))
 		return !kvp_writes_held(ps, ktime_get_ns(), &until);
 	return true;
-}
-
-/*
- * Deferred writes are held behind demand in flight: the delay, in
- * milliseconds, to a queue run when the oldest expires, in case demand is
- * still in flight then; 0 when none is held. A later insert re-arms the
- * same expiry. Worked out under the lock and armed by the caller after it
- * is dropped, on the queue: from then on the requests just inserted may
- * complete, and a waiting elevator switch may free @kd.
- */
-static unsigned long kvb_write_expiry_delay(struct kvb_data *kd)
-{
-	struct kvp_sched *ps = kd->ps;
-	u64 now, until;
-
-	lockdep_assert_held(&kd->lock);
-
-	/*
-	 * kvp_writes_held() checks these too; asking first keeps the clock
-	 * read off every insert that has no write waiting.
-	 */
-	if (!ps->wq->queued || !ps->tier[KVB_TIER_DEMAND].inflight)
-		return 0;
-	now = ktime_get_ns();
-	if (!kvp_writes_held(ps, now, &until))
-		return 0;
-	return div_u64(until - now, NSEC_PER_MSEC) + 1;
 }
 
 /* The tier of data with priority @prio and flags @opf (request or bio). */
@@ -862,7 +877,6 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	unsigned long irqflags;
 	LIST_HEAD(direct);
 	LIST_HEAD(free);
-	unsigned long expiry;
 	bool writes_waited;
 
 	spin_lock_irqsave(&kd->lock, irqflags);
@@ -890,7 +904,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	}
 	/* The queue run that follows the insert sees any room this makes. */
 	kvb_hold(kd);
-	expiry = kvb_write_expiry_delay(kd);
+	kvb_arm_write_timer(kd);
 	spin_unlock_irqrestore(&kd->lock, irqflags);
 
 	/* Before the queue run that follows: it takes them. */
@@ -902,9 +916,6 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 
 	/* Requests merged away at insert are freed outside the lock. */
 	blk_mq_free_requests(&free);
-	/* Not @kd: see kvb_write_expiry_delay(). */
-	if (expiry)
-		blk_mq_delay_run_hw_queues(q, expiry);
 }
 
 /* Called from blk_mq_rq_ctx_init() for every request we will schedule. */
@@ -1423,6 +1434,22 @@ static void kvb_reap_timer_fn(struct timer_list *t)
 	kvb_unlock_applied(kd, demand);
 }
 
+/*
+ * The oldest held write has expired (kvb_arm_write_timer()), and the
+ * queue run dispatches it. Or the timer was armed for a write dispatched
+ * since, and the next one is still held: has_work() then keeps the run
+ * from dispatch, so the timer must arm itself again, which kvb_settle()
+ * does under the lock.
+ */
+static void kvb_write_timer_fn(struct timer_list *t)
+{
+	struct kvb_data *kd = container_of(t, struct kvb_data, write_timer);
+	bool demand = kvb_lock_applied(kd);
+
+	kvb_unlock_applied(kd, demand);
+	blk_mq_run_hw_queues(kd->q, true);
+}
+
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 {
 	unsigned int nr = clamp(max_batches, 16U, 65536U);
@@ -1463,6 +1490,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 
 	spin_lock_init(&kd->lock);
 	timer_setup(&kd->reap_timer, kvb_reap_timer_fn, 0);
+	timer_setup(&kd->write_timer, kvb_write_timer_fn, 0);
 	kd->q = q;
 	INIT_LIST_HEAD(&kd->dispatch);
 	kd->sort[READ] = RB_ROOT;
@@ -1510,6 +1538,7 @@ static void kvb_exit_sched(struct elevator_queue *e)
 	 * is a bookkeeping bug worth a splat.
 	 */
 	timer_shutdown_sync(&kd->reap_timer);
+	timer_shutdown_sync(&kd->write_timer);
 	spin_lock_irq(&kd->lock);
 	kvb_drain(kd);
 	spin_unlock_irq(&kd->lock);
