@@ -896,6 +896,11 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	 * request the write is about to be held behind. Its check after the
 	 * record (kvb_record_needs_lock()) reads the queue again: either it
 	 * sees the write and takes the lock, or this drain sees its record.
+	 * A write queue emptied and filled again within this list (a
+	 * deferred write promoted at insert, then a new one) is not seen
+	 * here and needs no drain: the promoted request is queued, so the
+	 * dispatch that follows the insert, or the completion that ends a
+	 * hold, drains the record before it picks.
 	 */
 	if (!writes_waited && kd->ps->wq->queued) {
 		/* Pairs with the barrier in kvb_record_needs_lock(). */
