@@ -3,7 +3,8 @@
 #
 # A deferred write held behind demand goes to the device when it expires
 # (write_expire_ms), even when nothing is inserted after it and the
-# demand it waits behind is still in flight.
+# demand it waits behind is still in flight; and then, not a timer-wheel
+# step later.
 #
 # On a null_blk with a 4 s service time and max_inflight 2: two normal
 # reads fill the limit; an idle-class write (deferred) and a real-time
@@ -14,12 +15,20 @@
 # seconds left: the write must then start, and complete about
 # write_expire_ms plus one service time after it was issued. A write that
 # waits for the end of demand instead takes about 3.5 s more.
+#
+# Then, in five rounds, a demand read is in flight when the write comes,
+# which is held from its insert, with write_expire_ms 3000 (the read
+# completes a second later): the write must start within 300 ms of its
+# expiry, and within 64 ms on average. The kernel's timer wheel fires a
+# timer set that far ahead (750 jiffies at HZ=250) up to a 64-jiffy step
+# (256 ms) late: a timer armed for the whole delay is 128 ms late on
+# average.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd python3
 svc_ms=4000
-kvb_begin_nullb 5 submit_queues=1 hw_queue_depth=16 irqmode=2 \
+kvb_begin_nullb 8 submit_queues=1 hw_queue_depth=16 irqmode=2 \
 	completion_nsec=$((svc_ms * 1000000))
 
 d=nullb0
@@ -83,6 +92,47 @@ ktap_check "the write started when it expired, not at the end of demand" \
 	test "${lat_w:-999999}" -lt "$limit"
 ktap_check "the demand read completed first" \
 	test "$(grep -E '^[a-z0-9]+ [0-9]+$' "$out" | sed -n 3p | cut -d' ' -f1)" = demand
+
+# Rounds: a demand read in flight, then the write, held from its insert.
+# Per round the write's lateness: its latency less write_expire_ms and
+# the service time (the device's timer is exact; the thread's own time
+# to issue and return is a few ms).
+expire2_ms=3000
+echo "$expire2_ms" > "/sys/block/$d/queue/iosched/write_expire_ms"
+python3 - "$(dirname "$0")" "/dev/$d" \
+	"/sys/kernel/debug/block/$d/sched/stats" > "$out" <<'PY'
+import sys
+
+sys.path.insert(0, sys.argv[1])
+from kvbio import IDLE, RT, Ios, wait_stat
+
+dev, stats = sys.argv[2:4]
+for i in range(5):
+    ios = Ios(dev)
+    ios.start('demand', 100 + 2 * i, cls=RT)
+    ok = wait_stat(stats, 'inflight', 1) == 0
+    if ok:
+        ios.start('write', 101 + 2 * i, write=True, cls=IDLE)
+        ok = wait_stat(stats, 'queued', 1) == 0
+    lat = dict(ios.join())
+    print('round', i, 'ok' if ok else 'setup-failed', lat.get('write', -1))
+PY
+grep -v '^round ' "$out"
+rounds=$(awk -v e="$expire2_ms" -v s="$svc_ms" '$1 == "round" {
+	printf "%s%s", sep, ($3 == "ok" ? $4 - e - s : "setup failed"); sep = ", " }' "$out")
+log "write_expire_ms $expire2_ms, held from its insert: late by (ms) $rounds"
+ktap_check "5 rounds: a demand read in flight, the write held from its insert" \
+	test "$(grep -c '^round [0-9] ok ' "$out")" = 5
+# shellcheck disable=SC2016
+ktap_check "each write started after its expiry, within 300 ms" \
+	awk -v e="$expire2_ms" -v s="$svc_ms" '$1 == "round" &&
+		($3 != "ok" || $4 - e - s >= 300 || $4 - e - s < -50) { bad = 1 }
+		END { exit bad }' "$out"
+# shellcheck disable=SC2016
+ktap_check "the writes started within 64 ms of their expiry on average" \
+	awk -v e="$expire2_ms" -v s="$svc_ms" '$1 == "round" && $3 == "ok" {
+		sum += $4 - e - s; n++ }
+		END { exit !(n && sum / n < 64) }' "$out"
 ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$d"
 
