@@ -483,35 +483,44 @@ static inline u32 kvb_kick_batch(u32 limit)
  * nothing else runs the queue. A timer of our own, not a delayed queue
  * run: blk-mq keeps one run per hardware context, and any run asked for
  * meanwhile (a hold that ends, a driver tag freed) replaces the delayed
- * one, or the delayed one is not armed because another is pending. It
- * fires no earlier than the expiry (jiffies rounded up, plus the tick
- * under way); one armed for a write dispatched since fires early and
- * arms itself again (kvb_write_timer_fn()).
+ * one, or the delayed one is not armed because another is pending.
+ *
+ * The timer wheel fires a timer late by up to its level's step, an
+ * eighth of the delay (at HZ=250, 256 ms of a 5 s write_expire_ms): so
+ * the timer is armed for seven eighths of the delay, and when it fires
+ * early it arms itself again for the rest (kvb_write_timer_fn()), on
+ * finer levels, until the last step, rounded up, ends no earlier than
+ * the expiry. @now: the caller's time, or 0.
  */
-static void kvb_arm_write_timer(struct kvb_data *kd)
+static void kvb_arm_write_timer(struct kvb_data *kd, u64 now)
 {
 	struct kvp_sched *ps = kd->ps;
-	u64 now, until;
+	unsigned long delay;
+	u64 until;
 
 	lockdep_assert_held(&kd->lock);
 
 	/*
 	 * kvp_writes_held() checks these too; asking first keeps the clock
-	 * read off every call that has no write waiting.
+	 * read off every call that has no write held: none queued, other
+	 * work queued with them (the dispatch that takes it arms again),
+	 * or no demand in flight.
 	 */
-	if (!ps->wq->queued || !ps->tier[KVB_TIER_DEMAND].inflight)
+	if (!ps->wq->queued || ps->wq->queued != ps->queued ||
+	    !ps->tier[KVB_TIER_DEMAND].inflight)
 		return;
-	now = ktime_get_ns();
+	if (!now)
+		now = ktime_get_ns();
 	if (!kvp_writes_held(ps, now, &until))
 		return;
-	timer_reduce(&kd->write_timer, jiffies + 1 +
-		     nsecs_to_jiffies(until - now + TICK_NSEC - 1));
+	delay = nsecs_to_jiffies(until - now + TICK_NSEC - 1);
+	timer_reduce(&kd->write_timer, jiffies + 1 + delay - delay / 8);
 }
 
 /*
  * Completions were applied where no dispatch follows: at a completion
- * that took the lock, the reap timer, a statistics read or a tunable
- * store. Each event that would run the queue may have been one of them:
+ * that took the lock, the reap or the write timer, a statistics read or a
+ * tunable store. Each event that would run the queue may have been one of them:
  * a completion that recorded and returned may have made the room a hold
  * waits for (kvb_record_needs_lock() read the count before a drain had
  * applied what it subtracted), or been the last demand request while
@@ -535,7 +544,7 @@ static bool kvb_settle(struct kvb_data *kd, bool demand)
 	 * (the queue run below finds has_work() saying "no work" for
 	 * them); or write_expire_ms was lowered.
 	 */
-	kvb_arm_write_timer(kd);
+	kvb_arm_write_timer(kd, 0);
 	limit = kvp_limit(ps);
 	/*
 	 * Run the queue when a hold has room for a batch of requests (an
@@ -556,8 +565,9 @@ static bool kvb_settle(struct kvb_data *kd, bool demand)
 
 /*
  * The lock for a reader outside the request paths (debugfs, the reap
- * timer, a tunable store), with the recorded completions applied; returns
- * what kvb_unlock_applied() needs. Interrupts are enabled on entry.
+ * and write timers, a tunable store), with the recorded completions
+ * applied; returns what kvb_unlock_applied() needs. Interrupts are
+ * enabled on entry.
  */
 bool kvb_lock_applied(struct kvb_data *kd)
 	__acquires(&kd->lock)
@@ -641,9 +651,10 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 	}
 	/*
 	 * Writes held back, by demand this may have started: has_work()
-	 * says "no work" from here until a queue run.
+	 * says "no work" from here until a queue run. The time the pick was
+	 * made at, so that the two agree on whether the oldest has expired.
 	 */
-	kvb_arm_write_timer(kd);
+	kvb_arm_write_timer(kd, now);
 	if (rq && pick.kind != KVP_PICK_NONE) {
 		struct kvp_batch *b = pick.batch;
 
@@ -909,7 +920,7 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	}
 	/* The queue run that follows the insert sees any room this makes. */
 	kvb_hold(kd);
-	kvb_arm_write_timer(kd);
+	kvb_arm_write_timer(kd, now);
 	spin_unlock_irqrestore(&kd->lock, irqflags);
 
 	/* Before the queue run that follows: it takes them. */
