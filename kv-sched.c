@@ -518,17 +518,17 @@ static void kvb_arm_write_timer(struct kvb_data *kd, u64 now)
 }
 
 /*
- * Completions were applied where no dispatch follows: at a completion
- * that took the lock, the reap or the write timer, a statistics read or a
- * tunable store. Each event that would run the queue may have been one of them:
- * a completion that recorded and returned may have made the room a hold
- * waits for (kvb_record_needs_lock() read the count before a drain had
- * applied what it subtracted), or been the last demand request while
+ * Completions were applied where no dispatch follows: at a completion that
+ * took the lock, the reap or the write timer, a statistics read or a
+ * tunable store. Each event that would run the queue may have been one of
+ * them: a completion that recorded and returned may have made the room a
+ * hold waits for (kvb_record_needs_lock() read the count before a drain
+ * had applied what it subtracted), or been the last demand request while
  * writes waited; a depth window closed here may have lowered the limit
- * below what is in flight, with no hold published, so that has_work()
- * says "no work" and no completion takes the lock. Publish the hold the
- * limit calls for, end one there is room for, arm the write timer for
- * writes held behind demand, and return true if the queue must run.
+ * below what is in flight, with no hold published, so that has_work() says
+ * "no work" and no completion takes the lock. Publish the hold the limit
+ * calls for, end one there is room for, arm the write timer for writes
+ * held behind demand, and return true if the queue must run.
  * @demand: demand was in flight before the drain.
  */
 static bool kvb_settle(struct kvb_data *kd, bool demand)
@@ -909,9 +909,10 @@ static void kvb_insert_requests(struct blk_mq_hw_ctx *hctx,
 	 * sees the write and takes the lock, or this drain sees its record.
 	 * A write queue emptied and filled again within this list (a
 	 * deferred write promoted at insert, then a new one) is not seen
-	 * here and needs no drain: the promoted request is queued, so the
+	 * here, and a completion that read it empty in between needs no
+	 * drain here either: the promoted request stays queued, so the
 	 * dispatch that follows the insert, or the completion that ends a
-	 * hold, drains the record before it picks.
+	 * hold, drains that record before it picks.
 	 */
 	if (!writes_waited && kd->ps->wq->queued) {
 		/* Pairs with the barrier in kvb_record_needs_lock(). */
