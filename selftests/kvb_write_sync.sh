@@ -76,9 +76,7 @@ write_queued() {
 # wait_deferred N: until at least N writes are deferred (10 s at most;
 # 100 s on a debug kernel).
 wait_deferred() {
-	local i
-
-	for i in $(seq $((100 * scale))); do
+	for _ in $(seq $((100 * scale))); do
 		[ "$(write_queued)" -ge "$1" ] && return 0
 		sleep 0.1
 	done
@@ -87,18 +85,22 @@ wait_deferred() {
 
 # timed_write SEEK-4K-BLOCKS FILE: one O_DIRECT 4 KiB write of FILE; prints
 # how long the write took, in ms: the write alone, not the start of the
-# process that makes it (seconds on a debug kernel).
+# process that makes it (seconds on a debug kernel); then the deferred
+# writes kvbatch had queued just before it.
 timed_write() {
-	python3 - "/dev/$dev" "$2" "$1" <<'PY'
+	python3 - "/dev/$dev" "$2" "$1" \
+		"/sys/kernel/debug/block/$dev/sched/tiers" <<'PY'
 import mmap, os, sys, time
-dev, src, blk = sys.argv[1], sys.argv[2], int(sys.argv[3])
+dev, src, blk, tiers = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 buf = mmap.mmap(-1, 4096)
 buf.write(open(src, 'rb').read(4096))
 fd = os.open(dev, os.O_WRONLY | os.O_DIRECT)
+with open(tiers) as f:
+    queued = [l.split()[2] for l in f if l.split()[:1] == ['write']]
 t = time.monotonic()
 if os.pwritev(fd, [buf], blk * 4096) != 4096:
     sys.exit('short write')
-print(int((time.monotonic() - t) * 1000))
+print(int((time.monotonic() - t) * 1000), queued[0] if queued else '?')
 PY
 }
 
@@ -131,12 +133,29 @@ head -c 65536 /dev/urandom > "$KVB_SCRATCH/deferred.bin"
 head -c 4096 /dev/urandom > "$KVB_SCRATCH/sync.bin"
 start_demand 8 || log "demand did not start"
 
-# 64 KiB at 0: one async write request, deferred.
-async_write "$KVB_SCRATCH/deferred.bin" 0
-if wait_deferred 1; then
+# 64 KiB at BASE (4 KiB blocks): one async write request, deferred; then
+# the sync write of the block after it. A pause in the guest long enough
+# for demand to drain leaves nothing in flight, and the deferred write
+# then rightly goes (seen once in make test, with a second guest on the
+# host): if none was queued just before the sync write, try again
+# further on, three times in all.
+base=0
+for try in 1 2 3; do
+	base=$(((try - 1) * 32))
+	async_write "$KVB_SCRATCH/deferred.bin" $((base * 4096))
+	if ! wait_deferred 1; then
+		res=none
+		break
+	fi
 	log "deferred: $(write_queued) writes"
-	ms=$(timed_write 16 "$KVB_SCRATCH/sync.bin") || ms=999999
-	log "sync write after the deferred one: $ms ms"
+	res=$(timed_write $((base + 16)) "$KVB_SCRATCH/sync.bin") ||
+		res="999999 ?"
+	[ "${res#* }" != 0 ] && break
+	log "try $try: the deferred write went in a pause of demand; again"
+done
+if [ "$res" != none ]; then
+	ms=${res%% *}
+	log "sync write after the deferred one: $ms ms (deferred writes queued before it: ${res#* })"
 	ktap_check "a sync write that extends a deferred write takes $ms ms (< $limit_ms)" \
 		test "$ms" -lt $limit_ms
 	ktap_check "the deferred write was promoted" \
@@ -148,10 +167,10 @@ fi
 stop_demand
 sync
 verify_merge() {
-	dd if=/dev/$dev bs=4k count=16 iflag=direct status=none |
+	dd if=/dev/$dev bs=4k skip=$base count=16 iflag=direct status=none |
 		cmp -s - "$KVB_SCRATCH/deferred.bin" &&
-	dd if=/dev/$dev bs=4k skip=16 count=1 iflag=direct status=none |
-		cmp -s - "$KVB_SCRATCH/sync.bin"
+	dd if=/dev/$dev bs=4k skip=$((base + 16)) count=1 iflag=direct \
+		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
 }
 ktap_check "both writes are on the device" verify_merge
 
@@ -178,6 +197,7 @@ flood=$!
 ktap_check "the flood's writes are deferred behind demand" wait_deferred 1
 sleep 0.5
 ms=$(timed_write $((900 << 8)) "$KVB_SCRATCH/sync.bin") || ms=999999
+ms=${ms%% *}
 log "sync write under the flood: $ms ms; $(write_queued) deferred"
 ktap_check "a sync write under a flood of deferred writes takes $ms ms (< $limit_ms)" \
 	test "$ms" -lt $limit_ms
