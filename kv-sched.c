@@ -1453,10 +1453,10 @@ static void kvb_reap_timer_fn(struct timer_list *t)
 
 /*
  * The oldest held write has expired (kvb_arm_write_timer()), and the
- * queue run dispatches it. Or the timer was armed for a write dispatched
- * since, and the next one is still held: has_work() then keeps the run
- * from dispatch, so the timer must arm itself again, which kvb_settle()
- * does under the lock.
+ * queue run dispatches it. Or the timer fired early, as armed (seven
+ * eighths of the delay) or for a write dispatched since, and a write is
+ * still held: has_work() then keeps the run from dispatch, so the timer
+ * must arm itself again, which kvb_settle() does under the lock.
  */
 static void kvb_write_timer_fn(struct timer_list *t)
 {
