@@ -56,26 +56,16 @@ ktap_check "the batch is closed: opened 1, closed 1" \
 # the recall and the lowering only shell builtins run: on a loaded TCG
 # host starting a process can take longer than the whole window.
 
-# stat_now NAME VAR: set VAR to the stats line NAME, read without
-# starting a process (or a subshell).
-stat_now() {
-	local k v
-
-	while read -r k v; do
-		[ "$k" = "$1" ] && { printf -v "$2" '%s' "$v"; return; }
-	done < $dbg/stats
-}
 echo 1 > $dbg/reset_stats
 echo 1000000 > $q/iosched/batch_window_us
 ionice -c1 -n0 dd if=/dev/nullb0 of=/dev/null bs=4k count=8 iflag=direct \
 	status=none
 t0=$EPOCHREALTIME
-early=x late=x
-stat_now demand_batches_closed early
+kvb_read_stat early nullb0 demand_batches_closed
 echo 1000 > $q/iosched/batch_window_us
 t1=$EPOCHREALTIME
 sleep 0.3
-stat_now demand_batches_closed late
+kvb_read_stat late nullb0 demand_batches_closed
 t2=$EPOCHREALTIME
 log "demand batches closed: $early right after the recall, $late after the window went to 1 ms (lowered $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s after the recall, read $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }') s after that)"
 ktap_check "window 1 s: right after the recall its batch still drains" \

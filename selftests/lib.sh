@@ -436,9 +436,31 @@ kvb_scsi_debug_fresh() {
 	ktap_exit_skip "no scsi_debug disk"
 }
 
-# kvb_stat DISK NAME: one counter from kvbatch's debugfs stats.
+# kvb_read_stat VAR DISK NAME: the counter NAME of kvbatch's debugfs stats
+# on DISK into VAR; false, VAR empty, if there is none. No fork, like
+# kvb_read(): a test can read a counter within milliseconds of an event
+# on a loaded TCG host.
+kvb_read_stat() {
+	local -n _kvb_rs_var=$1
+	local _kvb_rs_k _kvb_rs_v
+
+	_kvb_rs_var=
+	while read -r _kvb_rs_k _kvb_rs_v; do
+		if [ "$_kvb_rs_k" = "$3" ]; then
+			_kvb_rs_var=$_kvb_rs_v
+			return 0
+		fi
+	done < "/sys/kernel/debug/block/$2/sched/stats"
+	return 1
+}
+
+# kvb_stat DISK NAME: print one counter from kvbatch's debugfs stats
+# (nothing if there is none).
 kvb_stat() {
-	awk -v k="$2" '$1 == k { print $2 }' "/sys/kernel/debug/block/$1/sched/stats"
+	local v
+
+	kvb_read_stat v "$1" "$2" && echo "$v"
+	return 0
 }
 
 # kvb_io_count DISK: I/Os DISK has completed (reads + writes).
