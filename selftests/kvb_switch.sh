@@ -29,36 +29,35 @@ kvb_load_peers
 # kvbatch's debugfs files.
 kvb_files="dispatch batches tiers deferred stats histogram depth reset_stats"
 
-# The peers present on this kernel, each with the names of kvbatch's files
-# that its own sched directory also has (shared[PEER]).
+# The peers present on this kernel, in phase 1 if their sched directory
+# has no file named as one of kvbatch's, else in phase 2, whose loop does
+# not read the names any of them has (shared).
 peers=()
-declare -A shared
+phase_peers=("" "")
+shared=" "
 for s in $KVB_SCHEDS; do
 	[ "$s" != kvbatch ] || continue
 	grep -qw -- "$s" "/sys/block/${disks[0]}/queue/scheduler" || continue
 	peers+=("$s")
-	kvb_set_sched "${disks[0]}" "$s" || continue
-	for f in $kvb_files; do
-		[ ! -e "/sys/kernel/debug/block/${disks[0]}/sched/$f" ] ||
-			shared[$s]+="$f "
-	done
-done
-kvb_set_sched "${disks[0]}" none
-# Phase 1: the peers that share no name, every file read; phase 2, if
-# any peer shares one: those peers, the names they share not read.
-phase_peers=("" "")
-phase_files=("$kvb_files" "$kvb_files")
-for s in "${peers[@]}"; do
-	if [ -z "${shared[$s]:-}" ]; then
+	mine=
+	if kvb_set_sched "${disks[0]}" "$s"; then
+		for f in $kvb_files; do
+			[ ! -e "/sys/kernel/debug/block/${disks[0]}/sched/$f" ] ||
+				mine+="$f "
+		done
+	fi
+	if [ -z "$mine" ]; then
 		phase_peers[0]+="$s "
 		continue
 	fi
+	log "$s has sched files named as kvbatch's: $mine"
 	phase_peers[1]+="$s "
-	for f in ${shared[$s]}; do
-		phase_files[1]=$(echo "${phase_files[1]}" | tr ' ' '\n' |
-				 grep -vx -- "$f" | tr '\n' ' ')
-	done
-	log "$s has sched files named as kvbatch's: ${shared[$s]}"
+	shared+="$mine"
+done
+kvb_set_sched "${disks[0]}" none
+phase_files=("$kvb_files" "")
+for f in $kvb_files; do
+	[[ $shared == *" $f "* ]] || phase_files[1]+="$f "
 done
 phases=0
 for p in 0 1; do
@@ -102,6 +101,20 @@ read_loop() {
 	echo "$n" > "$KVB_SCRATCH/reads-$d"
 }
 
+# reads_ok REPORTS: every loop read kvbatch's files (it was selected half
+# the time), and no read met freed state: the kernel's reports are still
+# REPORTS (KASAN on debug kernels; an oops or a stuck lock elsewhere).
+reads_ok() {
+	local d n
+
+	for d in "${disks[@]}"; do
+		n=$(cat "$KVB_SCRATCH/reads-$d" 2>/dev/null)
+		log "$d: kvbatch's debugfs files read ${n:-0} times while switching"
+		[ "${n:-0}" -gt 0 ] || return 1
+	done
+	[ "$(kvb_kernel_reports)" = "$1" ]
+}
+
 # phase PEERS FILES SWITCHES SECONDS: verified fio on every disk at once,
 # and every disk switching at once between kvbatch and PEERS, FILES read
 # all the while: instances of kvbatch are set up and torn down on several
@@ -138,21 +151,8 @@ phase() {
 			wait "${fio_pid[$d]}"
 		kvb_set_sched "$d" none
 	done
-	# Every loop must have read kvbatch's files (it was selected half
-	# the time), and no read met freed state: no kernel report (KASAN on
-	# debug kernels; an oops or a stuck lock elsewhere).
-	reads_ok() {
-		local d n
-
-		for d in "${disks[@]}"; do
-			n=$(cat "$KVB_SCRATCH/reads-$d" 2>/dev/null)
-			log "$d: kvbatch's debugfs files read ${n:-0} times while switching"
-			[ "${n:-0}" -gt 0 ] || return 1
-		done
-		[ "$(kvb_kernel_reports)" = "$reports" ]
-	}
 	ktap_check "debugfs read throughout the switches, no kernel report" \
-		reads_ok
+		reads_ok "$reports"
 }
 
 # The switches and the run time shared between the phases by their

@@ -139,7 +139,6 @@ start_demand 8 || log "demand did not start"
 # then rightly goes (seen once in make test, with a second guest on the
 # host): if none was queued just before the sync write, try again
 # further on, three times in all.
-base=0
 for try in 1 2 3; do
 	base=$(((try - 1) * 32))
 	async_write "$KVB_SCRATCH/deferred.bin" $((base * 4096))
