@@ -133,8 +133,8 @@ drop_test() {
 # The guests run two at a time (KVB_GUEST_JOBS): one emulated guest keeps
 # about one host CPU busy (make test used 68 CPU minutes in 64 minutes on
 # 2026-11-28), as most of a selftest's time is fio, sleeps and waits on
-# the emulated device. Each kernel's tests are dealt, in list order, to
-# KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so that no kernel's boot
+# the emulated device. Each kernel's tests are dealt by their expected
+# time (deal_tests) to KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so that no kernel's boot
 # runs alone for long at the end: with one boot per kernel, two at a
 # time, 7.3's ran alone for 15 of make test's 44 minutes. With two boots
 # per kernel it took 41 min 52 s against 43 min 37 s (2026-11-29): a
@@ -151,6 +151,40 @@ case $split in
 [1-4]) ;;
 *) ktap_test_fail "KVB_GUEST_SPLIT is a number from 1 to 4 (got '$split')"; split=1 ;;
 esac
+# Seconds each test is expected to take (selftests/durations).
+declare -A duration
+while read -r t secs; do
+	[[ $t == \#* || -z $t ]] || duration[$t]=$secs
+done < selftests/durations
+# deal_tests: $tests into parts[0..split-1], longest first (by
+# selftests/durations), each to the part with the fewest seconds so far;
+# each part keeps the list's order. Dealt in list order instead, one
+# kernel's two boots were 803 and 629 s of tests (6.1, 2026-11-29), and
+# the kernel took as long as the longer.
+deal_tests() {
+	local -a sum=()
+	local -A part=()
+	local t p best secs i=0
+
+	for ((p = 0; p < split; p++)); do
+		sum[p]=0
+	done
+	while read -r secs _ t; do
+		best=0
+		for ((p = 1; p < split; p++)); do
+			[ "${sum[p]}" -lt "${sum[best]}" ] && best=$p
+		done
+		part[$t]=$best
+		sum[best]=$((sum[best] + secs))
+	done < <(for t in $tests; do
+			echo "${duration[$t]:-60} $i $t"
+			i=$((i + 1))
+		 done | sort -k1,1nr -k2,2n)
+	parts=()
+	for t in $tests; do
+		parts[${part[$t]}]+="$t "
+	done
+}
 # Boot I: kernel boot_k[I], name boot_name[I] (KVB_BOOT: none when a
 # kernel has one boot), tests boot_tests[I].
 boot_k=()
@@ -170,12 +204,7 @@ for k in $kernels; do
 			done
 		fi
 	fi
-	parts=()
-	j=0
-	for t in $tests; do
-		parts[j % split]+="$t "
-		j=$((j + 1))
-	done
+	deal_tests
 	for ((p = 0; p < split; p++)); do
 		[ -n "${parts[p]:-}" ] || continue
 		boot_k+=("$k")
