@@ -42,7 +42,8 @@ refuses() {
 }
 
 bad=0
-for args in "-r 0" "-r x" "-r 100" "-t 0" "-t 1000" "-w foo" "-w cost,steady" \
+for args in "-r 0" "-r x" "-r 100" "-t 0" "-t 1000" "-c 0" "-c 9" "-c x" \
+	    "-w foo" "-w cost,steady" \
 	    "-s kyber,kvbatch" "-s kvbc1" "-k nosuch" "-x" "C1=HEAD" \
 	    "c1" "c1=" "toolongname=HEAD" "c1=nosuchrev" "c1=HEAD c1=HEAD"; do
 	# shellcheck disable=SC2086
@@ -60,7 +61,7 @@ for args in "-s|mq-deadline kvbatch kvbatch" "atch=HEAD"; do
 		bad=$((bad + 1))
 	fi
 done
-ktap_check "19 bad argument lists: exit 2 with the usage, nothing built" \
+ktap_check "22 bad argument lists: exit 2 with the usage, nothing built" \
 	[ $bad = 0 ]
 
 # kvinsns.py on fixed counts: each scheduler's own functions are its
@@ -122,10 +123,11 @@ ktap_check "a patch that does not apply: nonzero exit, said so, no module" \
 	sh -c "[ $rc != 0 ] && grep -q 'does not apply' '$tmp/err' && [ ! -s '$tmp/out' ]"
 
 # -p: mq-deadline and kvbatch, one short run each on the cost row, on the
-# NVMe disk and on the recall row (kvbench).
-"$kvab" -p -k "$krel" -r 1 -t 2 -w "cost nvme recall" > "$tmp/prof" 2> "$tmp/err"
+# NVMe disk and on the recall row (kvbench); in a guest of one vCPU (-c).
+"$kvab" -p -c 1 -k "$krel" -r 1 -t 2 -w "cost nvme recall" > "$tmp/prof" 2> "$tmp/err"
 rc=$?
 ktap_diag < "$tmp/prof"
+ktap_check "-c 1: the guest has one vCPU" grep -q '^guest: .*, 1 vCPUs$' "$tmp/prof"
 # col LABEL N: the N-th number on the first report line that starts with
 # LABEL (the totals come before the functions).
 # shellcheck disable=SC2317
