@@ -176,7 +176,7 @@ stop_demand
 sync
 verify_merge() {
 	[ -n "${wbase:-}" ] &&
-	dd if=/dev/$dev bs=4k skip=$wbase count=16 iflag=direct status=none |
+	dd if=/dev/$dev bs=4k skip="$wbase" count=16 iflag=direct status=none |
 		cmp -s - "$KVB_SCRATCH/deferred.bin" &&
 	dd if=/dev/$dev bs=4k skip=$((wbase + 16)) count=1 iflag=direct \
 		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
