@@ -134,8 +134,8 @@ drop_test() {
 # about one host CPU busy (make test used 68 CPU minutes in 64 minutes on
 # 2026-11-28), as most of a selftest's time is fio, sleeps and waits on
 # the emulated device. Each kernel's tests are dealt by their expected
-# time (deal_tests) to KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so that no kernel's boot
-# runs alone for long at the end: with one boot per kernel, two at a
+# time (deal_tests) to KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so
+# that no kernel's boot runs alone for long at the end: with one boot per kernel, two at a
 # time, 7.3's ran alone for 15 of make test's 44 minutes. With two boots
 # per kernel it took 41 min 52 s against 43 min 37 s (2026-11-29): a
 # boot runs slower beside another, and the host's CPUs were busy for 70
@@ -159,8 +159,9 @@ done < selftests/durations
 # deal_tests: $tests into parts[0..split-1], longest first (by
 # selftests/durations), each to the part with the fewest seconds so far;
 # each part keeps the list's order. Dealt in list order instead, one
-# kernel's two boots were 803 and 629 s of tests (6.1, 2026-11-29), and
-# the kernel took as long as the longer.
+# kernel's two boots were 803 and 629 s of tests (6.1, 2026-11-29). A
+# test's time moves with what runs beside it (kvb_trace 99 s, then 164 s
+# in the next run), so the parts come out even only roughly.
 deal_tests() {
 	local -a sum=()
 	local -A part=()
