@@ -45,8 +45,9 @@ iosched=/sys/block/$dev/queue/iosched
 # timing dd, on 7.3 with a second guest busy on the same two host cores;
 # 0.2-0.5 s is usual.) write_expire_ms is long because such a guest is
 # slow between the deferral and the sync write: with the host's two cores
-# busy beside it, 7.3's guest took over 10 s to start the Python of
-# timed_write, and the deferred write had expired and gone by then.
+# busy beside it, 7.3's guest took over 10 s from one to the other (a
+# Python start among them), and the deferred write had expired and gone
+# by then.
 expire_ms=$((40000 * scale))
 limit_ms=$((expire_ms / 5))
 
