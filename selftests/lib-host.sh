@@ -34,10 +34,16 @@ host_end() {
 # that exited with a failure no point shows: a plan it did not keep
 # (ktap_finished() counts that without a point), or a stop part way.
 host_test() {
-	local script=$1 prefix=$2 log=$logdir/$3 rc
+	"selftests/$1" > "$logdir/$3" 2>&1
+	host_test_points "$1" "$2" "$logdir/$3" $?
+}
 
-	"selftests/$script" > "$log" 2>&1
-	rc=$?
+# host_test_points SCRIPT PREFIX LOG RC: the test points of a run of
+# selftests/SCRIPT that wrote LOG and exited RC (one run in the
+# background, then this).
+host_test_points() {
+	local script=$1 prefix=$2 log=$3 rc=$4
+
 	tap_points "$prefix" "$log" '^(not )?ok [0-9]+ '
 	grep '^# ' "$log" | ktap_diag
 	if ! grep -qE '^(not )?ok [0-9]+ ' "$log"; then
@@ -132,8 +138,15 @@ guest_finish() {
 	rc=$?
 	echo "# ${p}guest run took $((SECONDS - guest_t0[$boot])) s"
 	tap_points "$p" "$log" '^(not )?ok [0-9]+ selftests:'
-	grep -qE '^(not )?ok [0-9]+ selftests:' "$log" ||
-		ktap_test_fail "${p}guest ran the selftests (kvvm status $rc)"
+	# A boot that shares its kernel's tests (run-guest.sh --claim) may
+	# find them all taken: an empty plan from a run that ended well.
+	if ! grep -qE '^(not )?ok [0-9]+ selftests:' "$log"; then
+		if [ "$rc" = 0 ] && grep -q '^1\.\.0$' "$log"; then
+			echo "# ${p}the other boots took every test"
+		else
+			ktap_test_fail "${p}guest ran the selftests (kvvm status $rc)"
+		fi
+	fi
 	case $rc in
 	124|125) ktap_test_fail "${p}guest finished (kvvm status $rc)" ;;
 	esac

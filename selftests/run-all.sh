@@ -5,18 +5,21 @@
 #
 #   1. install missing Debian packages (scripts/install-deps.sh);
 #   2. static checks: W=1 build for every supported kernel, checkpatch
-#      --strict and sparse; the tools and the selftest helpers;
-#      tools/kvab's arguments, variant builds and instruction counts
-#      (selftests/kvab_cli.sh, which boots a guest of its own);
+#      --strict and sparse; the tools and the selftest helpers; what
+#      kvvm and run-guest.sh refuse (selftests/guestrun_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
 #      7.3 on the Debian 13 root of scripts/trixie-root.sh): boot it in
-#      QEMU guests with tools/kvvm, its selftests dealt to two boots
-#      (KVB_GUEST_SPLIT, 1 to 4), run them (run-guest.sh), and check each
+#      QEMU guests with tools/kvvm, its selftests shared by two boots
+#      (KVB_GUEST_SPLIT, 1 to 4; each takes the next test when free), run
+#      them (run-guest.sh), check each ran in one of them, and check each
 #      guest kernel log is free of warnings, BUGs, lockdep and KASAN
 #      reports. Two guests run at once (KVB_GUEST_JOBS, 1 to 9); each
 #      boot's results are shown whole, in kernel order;
-#   4. beside the first two boots, the host tests: the unit tests (policy
-#      core, kvsim, kvbench's tier model), kvsim's command line and trace
+#   4. beside the first two boots, the host tests: tools/kvab's
+#      arguments, variant builds and instruction counts
+#      (selftests/kvab_cli.sh, which boots a guest of its own); the unit
+#      tests (policy core, kvsim, kvbench's tier model), kvsim's command
+#      line and trace
 #      converter (selftests/kvsim_cli.sh) and its page in headless
 #      Chromium (selftests/kvsim_browser.sh); kvbench --trace and
 #      kvtracegen on a regular file (selftests/kvtrace_cli.sh);
@@ -118,8 +121,8 @@ else
 	ktap_diag < "$logdir/selftests-bin.log"
 	ktap_test_fail "selftest helpers build with -Wall -Wextra -Werror"
 fi
-# --- tools/kvab: arguments, variant builds, instruction counts -------------
-host_test kvab_cli.sh "kvab: " kvab-cli.log
+# --- kvvm's and run-guest.sh's refusals (host, before any guest boots) -----
+host_test guestrun_cli.sh "guest runners: " guestrun-cli.log
 
 # --- guest selftests ---------------------------------------------------
 newest=$(echo "$kernels" | sort -V | tail -1)
@@ -133,10 +136,11 @@ drop_test() {
 # The guests run two at a time (KVB_GUEST_JOBS): one emulated guest keeps
 # about one host CPU busy (make test used 68 CPU minutes in 64 minutes on
 # 2026-11-28), as most of a selftest's time is fio, sleeps and waits on
-# the emulated device. Each kernel's tests are dealt by their expected
-# time (deal_tests) to KVB_GUEST_SPLIT boots (2 by default, 1 to 4), so
-# that no kernel's boot runs alone for long at the end: with one boot per kernel, two at a
-# time, 7.3's ran alone for 15 of make test's 44 minutes. With two boots
+# the emulated device. Each kernel's tests are shared by KVB_GUEST_SPLIT
+# boots (2 by default, 1 to 4), each taking the next test as it becomes
+# free (order_tests), so that no kernel's boot runs alone for long at the
+# end: with one boot per kernel, two at a time, 7.3's ran alone for 15 of
+# make test's 44 minutes. With two boots
 # per kernel it took 41 min 52 s against 43 min 37 s (2026-11-29): a
 # boot runs slower beside another, and the host's CPUs were busy for 70
 # of the 84 CPU minutes. Boots are started and shown in kernel order,
@@ -156,41 +160,36 @@ declare -A duration
 while read -r t secs; do
 	[[ $t == \#* || -z $t ]] || duration[$t]=$secs
 done < selftests/durations
-# deal_tests: $tests into parts[0..split-1], longest first (by
-# selftests/durations), each to the part with the fewest seconds so far;
-# each part keeps the list's order. Dealt in list order instead, one
-# kernel's two boots were 803 and 629 s of tests (6.1, 2026-11-29). A
-# test's time moves with what runs beside it (kvb_trace 99 s, then 164 s
-# in the next run), so the parts come out even only roughly.
-deal_tests() {
-	local -a sum=()
-	local -A part=()
-	local t p best secs i=0
+# Tests that look back over what ran before them in their boot (leaks,
+# the fault injection's own leak check): last, whatever their time.
+last_tests="kvb_kmemleak.sh kvb_faults.sh"
+# order_tests: $tests, longest first by selftests/durations (60 s for a
+# test it does not list), ties in list order, $last_tests at the end.
+# A kernel's boots claim their tests from this list as each becomes free
+# (run-guest.sh --claim), so they end within about one test of each
+# other: longest first leaves the short ones to even out the end. Dealt
+# to the boots in advance instead (2026-11-30), the two boots of a
+# kernel ran 654 and 759 s of tests, as a test's time moves with what
+# runs beside it (kvb_trace 99 s in one run, 164 s in the next).
+order_tests() {
+	local t i=0 late
 
-	for ((p = 0; p < split; p++)); do
-		sum[p]=0
-	done
-	while read -r secs _ t; do
-		best=0
-		for ((p = 1; p < split; p++)); do
-			[ "${sum[p]}" -lt "${sum[best]}" ] && best=$p
-		done
-		part[$t]=$best
-		sum[best]=$((sum[best] + secs))
+	while read -r _ _ _ t; do
+		echo -n "$t "
 	done < <(for t in $tests; do
-			echo "${duration[$t]:-60} $i $t"
+			late=0
+			case " $last_tests " in *" $t "*) late=1 ;; esac
+			echo "$late ${duration[$t]:-60} $i $t"
 			i=$((i + 1))
-		 done | sort -k1,1nr -k2,2n)
-	parts=()
-	for t in $tests; do
-		parts[${part[$t]}]+="$t "
-	done
+		 done | sort -k1,1n -k2,2nr -k3,3n)
 }
 # Boot I: kernel boot_k[I], name boot_name[I] (KVB_BOOT: none when a
-# kernel has one boot), tests boot_tests[I].
+# kernel has one boot), run-guest.sh's arguments boot_args[I]; the
+# kernel's tests kernel_tests[K].
 boot_k=()
 boot_name=()
-boot_tests=()
+boot_args=()
+declare -A kernel_tests
 for k in $kernels; do
 	tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list)}
 	if [ -z "${KVB_TESTS:-}" ] && [ "${KVB_ALL_KERNELS:-0}" != 1 ]; then
@@ -205,24 +204,51 @@ for k in $kernels; do
 			done
 		fi
 	fi
-	deal_tests
-	for ((p = 0; p < split; p++)); do
-		[ -n "${parts[p]:-}" ] || continue
+	kernel_tests[$k]=$(order_tests)
+	args=${kernel_tests[$k]}
+	if [ "$split" != 1 ]; then
+		# In the writable build share, which the guests see at the
+		# same path.
+		claims=$top/build/claims/$k
+		rm -rf "$claims"
+		mkdir -p "$claims" ||
+			ktap_test_fail "$k: make the claim directory $claims"
+		args="--claim $claims $args"
+	fi
+	for ((p = 1; p <= split; p++)); do
 		boot_k+=("$k")
 		if [ "$split" = 1 ]; then
 			boot_name+=("")
 		else
-			boot_name+=("part$((p + 1))")
+			boot_name+=("part$p")
 		fi
-		boot_tests+=("${parts[p]}")
+		boot_args+=("$args")
 	done
 done
+# all_ran K: each of K's tests has one result in its boots' logs, not
+# none (a boot that claimed it and then died) nor two (a claim that did
+# not hold).
+all_ran() {
+	local k=$1 t j n bad="" logs=()
+
+	for ((j = 0; j < ${#boot_k[@]}; j++)); do
+		[ "${boot_k[j]}" = "$k" ] && logs+=("$logdir/guest-$k-${boot_name[j]}.log")
+	done
+	for t in ${kernel_tests[$k]}; do
+		n=$(cat "${logs[@]}" 2> /dev/null |
+			grep -cE "^(not )?ok [0-9]+ selftests: kvbatch: $t( |\$)")
+		[ "$n" = 1 ] || bad+=" $t ($n)"
+	done
+	[ -z "$bad" ] && return 0
+	ktap_print_msg "$k: tests without exactly one result (results):$bad"
+	return 1
+}
 next=0
 # boot_next: start the next boot.
 boot_next() {
 	# shellcheck disable=SC2086
 	KVB_BOOT=${boot_name[next]} guest_start "${boot_k[next]}" \
-		${boot_tests[next]}
+		${boot_args[next]}
 	next=$((next + 1))
 }
 while [ $next -lt ${#boot_k[@]} ] && [ $next -lt "$jobs" ]; do
@@ -231,8 +257,14 @@ done
 
 # --- host tests, beside the first guests ---------------------------------
 # Nothing here writes what a guest reads (build/KREL, build/tools, the
-# selftest helpers). tools/kvab's test above does, and boots a guest of
-# its own, so it runs before them.
+# selftest helpers).
+
+# --- tools/kvab: arguments, variant builds, instruction counts -------------
+# In the background: it boots a guest of its own (2 min 19 s before the
+# others on 2026-11-30, when it ran first), and its builds go to
+# build/kvab.
+selftests/kvab_cli.sh > "$logdir/kvab-cli.log" 2>&1 &
+kvab_pid=$!
 
 # --- policy core unit tests (userspace) ---------------------------------
 if make --no-print-directory unit > "$logdir/unit.log" 2>&1; then
@@ -281,12 +313,21 @@ else
 	ktap_test_fail "make deb builds the kvbatch-dkms package"
 fi
 
+wait "$kvab_pid"
+host_test_points kvab_cli.sh "kvab: " "$logdir/kvab-cli.log" $?
+
 # --- guest results, in kernel order ---------------------------------------
 for ((i = 0; i < ${#boot_k[@]}; i++)); do
 	while [ $next -lt ${#boot_k[@]} ] && [ $next -lt $((i + jobs)) ]; do
 		boot_next
 	done
 	KVB_BOOT=${boot_name[i]} guest_finish "${boot_k[i]}"
+	# After a kernel's last boot: every test of it ran somewhere.
+	if [ "$split" != 1 ] && [ "${boot_k[i + 1]:-}" != "${boot_k[i]}" ]; then
+		n=$(echo "${kernel_tests[${boot_k[i]}]}" | wc -w)
+		ktap_check "${boot_k[i]}: each of its $n selftests ran once, in one of its boots" \
+			all_ran "${boot_k[i]}"
+	fi
 done
 
 host_end

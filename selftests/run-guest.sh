@@ -1,13 +1,33 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# run-guest.sh [TEST...]: run kvbatch selftests on this (test) machine as
-# kselftest's runner does: one KTAP line per test program, its own output
-# nested as "# " diagnostics, the timeout from ./settings, exit 4 = skip
-# (with the reason the test gave).
+# run-guest.sh [--claim DIR] [TEST...]: run kvbatch selftests on this
+# (test) machine as kselftest's runner does: one KTAP line per test
+# program, its own output nested as "# " diagnostics, the timeout from
+# ./settings, exit 4 = skip (with the reason the test gave).
+# With --claim DIR, several boots share the list: a test runs here only if
+# this boot is the first to make DIR/TEST (mkdir is atomic, also between
+# guests on the same 9p share), so each test runs once, in whichever boot
+# is free first; the plan then comes last. make test gives each kernel's
+# boots its list longest test first (selftests/run-all.sh).
 # Meant to run inside a tools/kvvm guest; it reconfigures block devices.
 set -u
 cd "$(dirname "$0")" || exit 1
+
+usage() {
+	echo "usage: run-guest.sh [--claim DIR] [TEST...]   (tests: $(make -s list))" >&2
+	exit 2
+}
+
+claim=
+if [ "${1:-}" = --claim ]; then
+	if [ -z "${2:-}" ] || [ ! -d "$2" ] || [ ! -w "$2" ]; then
+		echo "run-guest.sh: --claim needs a writable directory (got '${2:-}')" >&2
+		usage
+	fi
+	claim=$2
+	shift 2
+fi
 
 # shellcheck source=tools/lib/kvbatch.sh
 source ../tools/lib/kvbatch.sh
@@ -30,8 +50,7 @@ fi
 for t in "${tests[@]}"; do
 	if [ ! -x "./$t" ]; then
 		echo "run-guest.sh: no test program '$t'" >&2
-		echo "usage: run-guest.sh [TEST...]   (tests: $(make -s list))" >&2
-		exit 2
+		usage
 	fi
 done
 
@@ -99,17 +118,34 @@ reap_leftovers() {
 	done
 }
 
+# busy_ticks: the CPU time all CPUs spent outside idle and iowait so far,
+# in USER_HZ ticks (/proc/stat). Beside another guest a test's seconds
+# move with its neighbour; under TCG the CPU it used is what it costs the
+# host, and what make test's two host CPUs run out of.
+busy_ticks() {
+	local user nice sys irq softirq steal _
+
+	read -r _ user nice sys _ _ irq softirq steal _ < /proc/stat
+	echo $((user + nice + sys + irq + softirq + steal))
+}
+hz=$(getconf CLK_TCK)
+
 ktap_print_header
-ktap_set_plan ${#tests[@]}
+[ -n "$claim" ] || ktap_set_plan ${#tests[@]}
 for t in "${tests[@]}"; do
+	# Another boot has it (or had it: a boot that claimed it and then
+	# died leaves it unrun, which the host checks for).
+	[ -z "$claim" ] || mkdir "$claim/$t" 2> /dev/null || continue
 	ktap_print_msg "selftests: kvbatch: $t"
 	start=$(date +%s)
+	busy0=$(busy_ticks)
 	# A test may need longer than the others ("timeout.TEST=S").
 	tmo=$(sed -n "s/^timeout\.$t=//p" settings)
 	tmo=${tmo:-$timeout}
 	timeout --foreground -k 10 "$tmo" "./$t" 2>&1 | tee "$out" | ktap_diag
 	rc=${PIPESTATUS[0]}
 	secs=$(($(date +%s) - start))
+	ktap_print_msg "$t: ${secs}s, cpu $((($(busy_ticks) - busy0) / hz))s"
 	case $rc in
 	0) ktap_test_pass "selftests: kvbatch: $t # ${secs}s" ;;
 	# The reason the test gave for its first skip (or, if it gave
@@ -133,4 +169,5 @@ for t in "${tests[@]}"; do
 	*) ktap_test_fail "selftests: kvbatch: $t # exit=$rc" ;;
 	esac
 done
+[ -z "$claim" ] || ktap_print_plan
 [ "$KTAP_CNT_FAIL" -eq 0 ]
