@@ -110,7 +110,17 @@ start_tools() {
 		pids+=($!)
 		want=$(grep -c '^tracepoint:kvbatch:' "$tools/kvbatch-$t.bt")
 		for i in $(seq 240); do
-			[ "$(attached "${pids[-1]}")" = "$want" ] && continue 2
+			# bpftrace says "Attaching N probes" (0.17) or
+			# "Attached N probes" (0.23) once it has compiled the
+			# program; bpftool and jq are not worth starting before
+			# (a second or more of the guest's CPU per look under
+			# TCG, taken from bpftrace's own start), but after a
+			# while they look anyway, in case no such line comes.
+			if [ "$i" -gt 60 ] ||
+			   grep -q '^Attach' "$KVB_SCRATCH/$t.out"; then
+				[ "$(attached "${pids[-1]}")" = "$want" ] &&
+					continue 2
+			fi
 			sleep 0.5
 		done
 		log "$t did not attach its $want tracepoints: $(head -5 "$KVB_SCRATCH/$t.out")"
