@@ -64,9 +64,14 @@ short() {
 # costs more CPU per request, fell to 69-84% of it with nothing held
 # (none 2725, kvbatch 2223 in make test's 6.12 guest, 2026-11-29), as low
 # as with the hold. So none's bar is 90%, kvbatch's 85%.
-for _ in 1 2 3; do
+# A round whose none falls short goes on to the next without kvbatch's
+# run, which could not count (but the last round runs both).
+for r in 1 2 3; do
 	read -r n0 n1 < <(run_pinned none)
 	log "none: $n0 + $n1 IOPS (device: $capacity)"
+	if [ "$r" -lt 3 ] && short "$n0" "$n1" 90; then
+		continue
+	fi
 	read -r k0 k1 < <(run_pinned kvbatch)
 	log "kvbatch: $k0 + $k1 IOPS"
 	short "$n0" "$n1" 90 || short "$k0" "$k1" || break
