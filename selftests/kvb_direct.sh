@@ -148,13 +148,16 @@ kvb_nullb_teardown
 # freezes the queue and, on 6.12, switches the elevator off and on, which
 # took long enough in the 6.12 debug guest (2026-11-29) that 20 s of fio
 # could end before the last check, and a 6.12 guest beside another guest
-# was 13 s into the 20 there.
+# was 13 s into the 20 there. Completions take 20 ms, so that fio keeps
+# its 128 requests in flight through every rebuild without keeping the
+# guest's CPUs busy for the 30 s (with 0.2 ms it used most of the test's
+# 83 CPU seconds, 2026-11-30, taken from a guest beside it in make test).
 rebuild() {
 	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i t0 secs=30
 
 	kvb_debug_kernel && secs=120
 	kvb_cfs_nullb kvblane size=1024 submit_queues=2 hw_queue_depth=128 \
-		irqmode=2 completion_nsec=200000 || return 1
+		irqmode=2 completion_nsec=20000000 || return 1
 	n=$(kvb_io_count kvblane)
 	t0=$SECONDS
 	kvb_fio rebuild --filename=/dev/kvblane --direct=1 \
