@@ -12,7 +12,7 @@
 # completing its batches.
 source "$(dirname "$0")/lib.sh"
 
-RUNTIME=${RUNTIME:-15}
+RUNTIME=${RUNTIME:-8}
 NCG=16
 cg=/sys/fs/cgroup
 kvbench=$KVB_ROOT/build/tools/kvbench

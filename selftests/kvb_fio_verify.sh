@@ -8,7 +8,7 @@
 # either completed exactly once or was merged into another.
 source "$(dirname "$0")/lib.sh"
 
-SIZE=${SIZE:-32M}
+SIZE=${SIZE:-16M}
 
 kvb_setup_disks
 
@@ -55,7 +55,7 @@ for d in "${disks[@]}"; do
 	ktap_check "$d: 4 concurrent verified writers on disjoint ranges" \
 		kvb_fio "$d-multi" --filename=$dev --rw=randwrite --bs=8k \
 		--direct=1 --iodepth=8 --numjobs=4 --offset=256M \
-		--offset_increment=16M --size=16M --ioengine=libaio \
+		--offset_increment=16M --size=8M --ioengine=libaio \
 		--verify=crc32c
 	ktap_check "$d: accounting balances (inserted = completed + merged)" \
 		kvb_balanced "$d"
