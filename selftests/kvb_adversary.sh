@@ -69,7 +69,7 @@ adversary() {
 		echo $adv > $cg/kvb-adv$i/cgroup.procs 2>/dev/null && moves=$((moves + 1))
 		m=$(kmem)
 		[ "$m" -gt "$peak" ] && peak=$m
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	growth=$((peak - before))
 	log "$1: adversary $(jq -r '"\(.batch_ms.all.n) batches, \(.errors) errors"' "$KVB_SCRATCH/adversary-$1.json" 2>/dev/null), moved through $NCG cgroups $moves times; slab + vmalloc grew by $growth kB"

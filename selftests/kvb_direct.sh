@@ -115,7 +115,7 @@ ktap_check "no demand about: demand_about 0" test "$(about)" = 0
 
 one_read ionice -c 1 -n 0
 ktap_check "a recall read: demand_about 1" test "$(about)" = 1
-sleep 1.5
+kvb_sleep 1.5
 one_read
 ktap_check "a foreign read 1.5 s later: demand_about 0" test "$(about)" = 0
 
@@ -167,7 +167,7 @@ rebuild() {
 	kvb_wait_io kvblane "$n" || { log "fio did no I/O within 30 s"; rc=1; }
 	for i in 1 2 1 2; do
 		echo "$i" > "$c/submit_queues" || { log "submit_queues $i refused"; rc=1; }
-		sleep 1
+		kvb_sleep 1
 	done
 	log "kvblane: scheduler $(kvb_sched_of kvblane) after the changes," \
 		"$((SECONDS - t0)) s into fio's $secs"

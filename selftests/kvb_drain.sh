@@ -75,7 +75,7 @@ rounds_ok() {
 			wait "$fio_pid" || { log "round $r: fio failed"; return 1; }
 		fi
 		# Idle now; a batch whose last record nobody applied stays open.
-		sleep 0.2
+		kvb_sleep 0.2
 		echo 0 > $tr/tracing_on
 		o=$(grep -c 'kvbatch_batch_open:' $tr/trace)
 		c=$(grep -c 'kvbatch_batch_close:' $tr/trace)

@@ -67,10 +67,10 @@ kvb_defer "kvb_bpftrace_stop $bt"
 for _ in $(seq 300); do
 	grep -q '^attached' "$out" && break
 	kill -0 "$bt" 2>/dev/null || break
-	sleep 0.1
+	kvb_sleep 0.1
 done
 # BEGIN may run before the probes are armed: let them settle.
-sleep 1
+kvb_sleep 1
 
 # take_mark: mark, and set mark_n to the count printed at it; fails if
 # that line did not come within 10 s.
@@ -89,7 +89,7 @@ take_mark() {
 			mark_n=${l#mark }
 			return 0
 		done < "$out"
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	return 1
 }
@@ -106,7 +106,7 @@ patches() {
 	rc=$?
 	# A key freed by its last user may switch off only after a delay
 	# (deferred static keys wait a second).
-	sleep 2
+	kvb_sleep 2
 	if [ "$before" = -1 ] || ! take_mark || [ "$rc" != 0 ]; then
 		ktap_diag < "$out"
 		log "$* failed (status $rc), or bpftrace did not count"
@@ -168,9 +168,9 @@ first_cgroup() {
 	local rc=0
 
 	rmdir "$cg/kvvm-hold" || return 1
-	sleep 2
+	kvb_sleep 2
 	{ mkdir "$cg/kvb-guest" && rmdir "$cg/kvb-guest"; } || rc=1
-	sleep 2
+	kvb_sleep 2
 	mkdir "$cg/kvvm-hold" || rc=1
 	return "$rc"
 }

@@ -64,9 +64,9 @@ hotplug() {
 	verified_fio hotplug &
 	pid=$!
 	for i in $(seq "$CYCLES"); do
-		sleep 0.5
+		kvb_sleep 0.5
 		echo 0 > $cpu || { log "cpu1 offline failed"; rc=1; break; }
-		sleep 0.5
+		kvb_sleep 0.5
 		echo 1 > $cpu || { log "cpu1 online failed"; rc=1; break; }
 	done
 	echo 1 > $cpu 2>/dev/null
@@ -106,7 +106,7 @@ cgroup_moves() {
 			for p in "${pids[@]}"; do
 				echo "$p" > $cg/$g/cgroup.procs 2>/dev/null && n=$((n + 1))
 			done
-			sleep 0.1
+			kvb_sleep 0.1
 		done
 	done
 	wait $pid || rc=1

@@ -38,7 +38,7 @@ demand=$!
 # Without demand in flight nothing would be deferred, and the checks
 # below would hold however passthrough were handled.
 ktap_check "RT demand readers are doing I/O" kvb_wait_io "$d" "$n0"
-sleep 1
+kvb_sleep 1
 
 # Passthrough writes, 16 commands per io_uring_enter(): io_uring plugs a
 # submission of more than two, and the plug inserts them through kvbatch.

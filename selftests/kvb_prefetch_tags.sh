@@ -33,7 +33,7 @@ n0=$(kvb_io_count "$d")
 	--numjobs=2 --time_based --runtime=14 >/dev/null 2>&1) &
 prefetch=$!
 kvb_wait_io "$d" "$n0" || log "prefetch readers did no I/O"
-sleep 2
+kvb_sleep 2
 
 (cd "$KVB_SCRATCH" && ionice -c 1 -n 0 fio --name=demand --filename=/dev/$d \
 	--direct=1 --ioengine=psync --rw=randread --bs=4k --time_based \
@@ -48,7 +48,7 @@ while kill -0 $demand 2>/dev/null; do
 	n=$(awk '$1 == "prefetch" { print $3 + $5 }' "$dbg/tiers")
 	[ -n "$n" ] && [ "$n" -gt "$max" ] && max=$n
 	samples=$((samples + 1))
-	sleep 0.1
+	kvb_sleep 0.1
 done
 wait $demand
 ok=$?

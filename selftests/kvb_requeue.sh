@@ -74,7 +74,7 @@ dpid=$!
 # elevator lock held: then the discards never finish. Do not wait forever.
 for i in $(seq 300); do
 	kill -0 $dpid 2>/dev/null || break
-	sleep 0.1
+	kvb_sleep 0.1
 done
 done_ok=0
 if ! kill -0 $dpid 2>/dev/null; then

@@ -57,7 +57,7 @@ reports() {
 	for _ in $(seq 600); do
 		[ "$(grep -c '^nullb0 ' "$1")" -ge "$2" ] && return 0
 		kill -0 "$3" 2>/dev/null || return 1
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	return 1
 }

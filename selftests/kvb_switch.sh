@@ -79,7 +79,7 @@ switch_loop() {
 	for i in $(seq "$n"); do
 		p=${*:$((i % $# + 1)):1}
 		kvb_set_sched "$d" kvbatch || { log "$d: switch $i to kvbatch"; return 1; }
-		sleep 0.$((RANDOM % 3))
+		kvb_sleep 0.$((RANDOM % 3))
 		kvb_set_sched "$d" "$p" || { log "$d: switch $i to $p"; return 1; }
 	done
 	kvb_set_sched "$d" kvbatch
@@ -135,7 +135,7 @@ phase() {
 			--group_reporting) &
 		fio_pid[$d]=$!
 	done
-	sleep 1
+	kvb_sleep 1
 	reports=$(kvb_kernel_reports)
 	for d in "${disks[@]}"; do
 		touch "$KVB_SCRATCH/switching-$d"

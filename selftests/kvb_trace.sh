@@ -121,7 +121,7 @@ start_tools() {
 				[ "$(attached "${pids[-1]}")" = "$want" ] &&
 					continue 2
 			fi
-			sleep 0.5
+			kvb_sleep 0.5
 		done
 		log "$t did not attach its $want tracepoints: $(head -5 "$KVB_SCRATCH/$t.out")"
 		return 1
@@ -157,7 +157,7 @@ quiet() {
 	udevadm settle -t 30 2>/dev/null || true
 	last=$(closes)
 	for _ in $(seq 30); do
-		sleep 1
+		kvb_sleep 1
 		now=$(closes)
 		[ "$now" = "$last" ] && return 0
 		last=$now

@@ -32,7 +32,7 @@ ktap_check "kvbatch with batch_window_us $window_us" test $ok = 1
 ionice -c1 -n0 dd if=/dev/nullb0 of=/dev/null bs=4k count=8 iflag=direct \
 	status=none
 # Idle, well past the window.
-sleep 0.5
+kvb_sleep 0.5
 
 hist=$(awk '$1 == "demand" { n += $3 } END { print n + 0 }' $dbg/histogram)
 log "demand batches in the histogram before stats is read: $hist"
@@ -64,7 +64,7 @@ t0=$EPOCHREALTIME
 kvb_read_stat early nullb0 demand_batches_closed
 echo 1000 > $q/iosched/batch_window_us
 t1=$EPOCHREALTIME
-sleep 0.3
+kvb_sleep 0.3
 kvb_read_stat late nullb0 demand_batches_closed
 t2=$EPOCHREALTIME
 log "demand batches closed: $early right after the recall, $late after the window went to 1 ms (lowered $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s after the recall, read $(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.3f", b - a }') s after that)"

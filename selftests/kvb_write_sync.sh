@@ -82,7 +82,7 @@ write_queued() {
 wait_deferred() {
 	for _ in $(seq $((100 * scale))); do
 		[ "$(write_queued)" -ge "$1" ] && return 0
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	return 1
 }
@@ -205,7 +205,7 @@ fio --name=flood --filename=/dev/$dev --rw=randwrite --bs=4k --direct=1 \
 flood=$!
 # Without writes deferred the next check would time nothing held.
 ktap_check "the flood's writes are deferred behind demand" wait_deferred 1
-sleep 0.5
+kvb_sleep 0.5
 ms=$(timed_write $((900 << 8)) "$KVB_SCRATCH/sync.bin") || ms=999999
 ms=${ms%% *}
 log "sync write under the flood: $ms ms; $(write_queued) deferred"

@@ -53,6 +53,17 @@ kvb_kmsg() {
 	{ echo "<5>kvvm-mark: $*" > /dev/kmsg; } 2>/dev/null || true
 }
 
+# kvb_sleep SECONDS: sleep (fractions too) without a process of its own:
+# bash's read timing out on a pipe only this shell holds (opened once per
+# shell). Under TCG a process costs: 50 "sleep 0.1" took 11.8 s and 6 CPU
+# seconds in a 6.1 guest alone, 50 of these 5.4 s and 0.5 (2026-11-30,
+# build/adhoc/sleepcost.sh), and the tests' polling loops are made of
+# them.
+kvb_sleep() {
+	[ -n "${_kvb_sleep_fd:-}" ] || exec {_kvb_sleep_fd}<> <(:)
+	read -r -t "$1" -u "$_kvb_sleep_fd" _ || :
+}
+
 # kvb_defer COMMAND: run COMMAND (one string, evaluated then) at the
 # test's end, before the generic teardown; last registered runs first.
 kvb_defer() {
@@ -113,7 +124,7 @@ kvb_teardown() {
 		kill -TERM $p 2>/dev/null
 		for i in $(seq 100); do
 			[ -z "$(jobs -pr)" ] && break
-			sleep 0.1
+			kvb_sleep 0.1
 		done
 		# Reap them, unless one is stuck (in the kernel).
 		[ -n "$(jobs -pr)" ] || { wait; } 2>/dev/null
@@ -381,7 +392,7 @@ kvb_cfs_removal() {
 kvb_kmemleak_scan() {
 	local km=/sys/kernel/debug/kmemleak
 
-	echo scan > $km; sleep 2; echo scan > $km
+	echo scan > $km; kvb_sleep 2; echo scan > $km
 	cat $km > "$1"
 }
 
@@ -430,7 +441,7 @@ kvb_scsi_debug_fresh() {
 			grep -q scsi_debug "$d/device/model" && KVB_SD_DISK=${d##*/}
 		done
 		[ -n "$KVB_SD_DISK" ] && return 0
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	modprobe -r scsi_debug
 	ktap_exit_skip "no scsi_debug disk"
@@ -482,7 +493,7 @@ kvb_wait_io() {
 	for i in $(seq $((${3:-30} * 10))); do
 		n=$(kvb_io_count "$1") || return 1
 		[ "$n" -gt "$2" ] && return 0
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	return 1
 }
@@ -496,7 +507,7 @@ kvb_balanced() {
 	# The last finish_request() may trail fio's exit by a moment.
 	for i in $(seq 50); do
 		[ "$(kvb_stat "$d" inflight)" = 0 ] && [ "$(kvb_stat "$d" queued)" = 0 ] && break
-		sleep 0.1
+		kvb_sleep 0.1
 	done
 	ins=$(kvb_stat "$d" inserted); mrg=$(kvb_stat "$d" merged)
 	cmp=$(kvb_stat "$d" completed)
@@ -567,7 +578,7 @@ kvb_bpftrace_stop() {
 			log "bpftrace $p still running 30s after SIGINT: a second SIGINT"
 			kill -INT "$p" 2>/dev/null
 		fi
-		sleep 0.5
+		kvb_sleep 0.5
 	done
 	if kill -0 "$p" 2>/dev/null; then
 		log "bpftrace $p did not exit on two SIGINTs within 60s: $(tr '\0' ' ' < /proc/"$p"/cmdline)"
