@@ -253,12 +253,21 @@ boot_next() {
 	boot_pid[next]=$!
 	next=$((next + 1))
 }
+# boot_running J: boot J was started and has not ended, by this shell's
+# table of its jobs (an ended boot's PID may be another process's by now:
+# the host's pid_max is 32768).
+boot_running() {
+	local r
+
+	r=$(jobs -pr)
+	[[ $'\n'$r$'\n' == *$'\n'"${boot_pid[$1]}"$'\n'* ]]
+}
 # boots_fill: start boots while fewer than $jobs run.
 boots_fill() {
 	local j n=0
 
 	for ((j = 0; j < next; j++)); do
-		! kill -0 "${boot_pid[j]}" 2> /dev/null || n=$((n + 1))
+		! boot_running "$j" || n=$((n + 1))
 	done
 	while [ $next -lt ${#boot_k[@]} ] && [ $n -lt "$jobs" ]; do
 		boot_next
@@ -336,7 +345,7 @@ host_test_points kvab_cli.sh "kvab: " "$logdir/kvab-cli.log" $?
 # comes is shown whole once it ends.
 for ((i = 0; i < ${#boot_k[@]}; i++)); do
 	boots_fill
-	while kill -0 "${boot_pid[i]}" 2> /dev/null; do
+	while boot_running "$i"; do
 		sleep 5
 		boots_fill
 	done
