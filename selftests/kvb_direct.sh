@@ -148,10 +148,10 @@ kvb_nullb_teardown
 # freezes the queue and, on 6.12, switches the elevator off and on, which
 # took long enough in the 6.12 debug guest (2026-11-29) that 20 s of fio
 # could end before the last check, and a 6.12 guest beside another guest
-# was 13 s into the 20 there. Completions take 20 ms, so that fio keeps
-# its 128 requests in flight through every rebuild without keeping the
-# guest's CPUs busy for the 30 s (with 0.2 ms it used most of the test's
-# 83 CPU seconds, 2026-11-30, taken from a guest beside it in make test).
+# was 13 s into the 20 there. Completions take 20 ms: fio keeps its 128
+# requests in flight through every rebuild with a hundredth of the
+# completions to handle. (The test's guest CPU went from 83 s to 71-77 s
+# in make test, 2026-11-30: most of it is elsewhere.)
 rebuild() {
 	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i t0 secs=30
 
