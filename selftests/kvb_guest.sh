@@ -65,7 +65,7 @@ bpftrace -e "
 bt=$!
 kvb_defer "kvb_bpftrace_stop $bt"
 for _ in $(seq 300); do
-	grep -q '^attached' "$out" && break
+	kvb_has_line "$out" attached && break
 	kill -0 "$bt" 2>/dev/null || break
 	kvb_sleep 0.1
 done

@@ -36,8 +36,13 @@ kvb_nullb_load submit_queues=1 hw_queue_depth=4 irqmode=2 \
 
 # Whatever happens, leave nothing installed and the kernel's modules and
 # their index as they were (kvb_defer: last registered runs first).
-# shellcheck disable=SC2016
-kvb_defer 'mountpoint -q "$kdir" && umount "$kdir"; [ ! -f "$savedir/modules.dep" ] || cp -a "$savedir"/modules.* /lib/modules/"$krel"/'
+# unhide_modules: the kernel's modules and the saved index back.
+unhide_modules() {
+	{ ! mountpoint -q "$kdir" || umount "$kdir"; } &&
+		{ [ ! -f "$savedir/modules.dep" ] ||
+		  cp -a "$savedir"/modules.* /lib/modules/"$krel"/; }
+}
+kvb_defer unhide_modules
 # shellcheck disable=SC2016
 kvb_defer 'rm -f "$dst"'
 hide_modules() {
@@ -93,12 +98,10 @@ uninstall_it() {
 ktap_check "make uninstall removes the module" uninstall_it
 ktap_check "nothing left: modprobe no longer finds kvbatch" \
 	bash -c '! modprobe -n kvbatch 2>/dev/null'
-unhide_modules() {
-	umount "$kdir" &&
-		cp -a "$savedir"/modules.* /lib/modules/"$krel"/ &&
-		modprobe -n null_blk
+modules_back() {
+	unhide_modules && ! mountpoint -q "$kdir" && modprobe -n null_blk
 }
-ktap_check "the kernel's modules and their index back" unhide_modules
+ktap_check "the kernel's modules and their index back" modules_back
 # Leave the module loaded for the tests that follow, as kvvm did.
 ktap_check "the built module loads again" kvb_load
 kvb_nullb_teardown

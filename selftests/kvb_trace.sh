@@ -117,7 +117,7 @@ start_tools() {
 			# TCG, taken from bpftrace's own start), but after a
 			# while they look anyway, in case no such line comes.
 			if [ "$i" -gt 60 ] ||
-			   grep -q '^Attach' "$KVB_SCRATCH/$t.out"; then
+			   kvb_has_line "$KVB_SCRATCH/$t.out" Attach; then
 				[ "$(attached "${pids[-1]}")" = "$want" ] &&
 					continue 2
 			fi

@@ -64,6 +64,17 @@ kvb_sleep() {
 	read -r -t "$1" -u "$_kvb_sleep_fd" _ || :
 }
 
+# kvb_has_line FILE PREFIX: a line of FILE starts with PREFIX (read by the
+# shell: for polling loops, where a grep per look costs a process).
+kvb_has_line() {
+	local l
+
+	while IFS= read -r l; do
+		[[ $l == "$2"* ]] && return 0
+	done < "$1"
+	return 1
+}
+
 # kvb_defer COMMAND: run COMMAND (one string, evaluated then) at the
 # test's end, before the generic teardown; last registered runs first.
 kvb_defer() {

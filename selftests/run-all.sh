@@ -344,10 +344,9 @@ host_test_points kvab_cli.sh "kvab: " "$logdir/kvab-cli.log" $?
 # minutes with one host CPU idle. A boot still running when its turn
 # comes is shown whole once it ends.
 for ((i = 0; i < ${#boot_k[@]}; i++)); do
-	boots_fill
 	while boot_running "$i"; do
-		sleep 5
 		boots_fill
+		sleep 5
 	done
 	boots_fill
 	KVB_BOOT=${boot_name[i]} guest_finish "${boot_k[i]}"
