@@ -79,6 +79,8 @@ def load(d, n):
 
 
 def own(sched, fn):
+    # kvab's SCHED:KNOB=VALUE,...: SCHED with tunables set.
+    sched = sched.split(":", 1)[0]
     if fn.endswith("]"):
         return fn.rsplit(" ", 1)[1] == f"[{OWN_MODULES.get(sched, sched)}]"
     return fn.startswith(OWN_PREFIXES.get(sched, ("\0",)))
