@@ -910,7 +910,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	bool full = d->bound * 4 >= d->done * 3;
 	u32 peak = d->peak;
 	u64 base = d->base_ns;
-	bool idle_units;
+	bool idle_units, grow;
 	u32 step, floor, from, driven;
 	u64 need, used;
 
@@ -975,6 +975,17 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	 * device was never seen idle).
 	 */
 	idle_units = bound && mean * 4 < base * 5 && !d->wait_up;
+	/*
+	 * Nor when the limit was full nearly all the window: the throughput
+	 * was the limit's (Little's law), and only a deeper trial shows
+	 * whether the device would do more. A shallower one would keep the
+	 * throughput only if the service time fell in proportion to the
+	 * depth, and costs what it holds back until its verdict. A limit
+	 * kept while the host was the bottleneck (its own delays shrinking
+	 * the service time with the depth) binds like this once the host is
+	 * fast again.
+	 */
+	grow = idle_units || (full && !d->wait_up && d->limit < d->max);
 
 	/*
 	 * Try a quarter less depth: kept if the throughput holds, so the
@@ -983,7 +994,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	 * its order applies. Never below what Little's law says the measured
 	 * throughput needs at the fastest service time seen.
 	 */
-	if (!d->wait_down && !idle_units) {
+	if (!d->wait_down && !grow) {
 		/*
 		 * From the depth actually used: under a limit that did not
 		 * bind, a trial a quarter below the limit would change
@@ -1020,7 +1031,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	 * units stops gaining at its parallelism.
 	 */
 	if (bound && !d->wait_up && d->limit < d->max) {
-		step = idle_units ? d->limit / 2 : d->limit / 4;
+		step = grow ? d->limit / 2 : d->limit / 4;
 		if (step < 2)
 			step = 2;
 		kvp_depth_try(d, KVP_TRIAL_UP, d->limit + step < d->max ?

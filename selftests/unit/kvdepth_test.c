@@ -550,6 +550,73 @@ static bool test_host_in_service(void)
 }
 
 /*
+ * A limit full all the window on a device with free units. A shallower
+ * limit was kept while the host was slow (a 6.12 guest's trace of the deep
+ * recall row, 2026-11-30: 63, then 33, at 9 000-10 000 IOPS, while the
+ * service time fell with the depth), and now the host is fast again:
+ * every completion finds work held back, the service time is twice the
+ * unloaded one (the host's own delays), and the throughput is the
+ * limit's. The next trial must be a deeper one, and the limit must grow
+ * back without a shallower trial on the way: in that guest three of
+ * them, from 33 to 24, 16 and 19, each cost 20-55% of the throughput
+ * before the deeper trial that gained 50%.
+ */
+static bool test_full_limit_grows(void)
+{
+	struct kvp_depth d;
+	u64 t = 10 * SEC, lat = 1 * MS;
+	u32 i, inflight, downs = 0, first = KVP_TRIAL_NONE, trial;
+
+	kvp_depth_init(&d, 256);
+	/* The host fast, the load light: the unloaded service time, 1 ms. */
+	kvp_depth_dispatched(&d, 1, t);
+	for (i = 0; i < 64 * KVP_DEPTH_WINDOW_RQS; i++) {
+		u64 windows = d.windows;
+
+		inflight = d.limit < 40 ? d.limit : 40;
+		t += lat / inflight;
+		kvp_depth_dispatched(&d, inflight, t);
+		kvp_depth_completed(&d, t, lat, inflight - 1, false);
+		/* Ends with a window, none in a trial: the next starts afresh. */
+		if (i >= 16 * KVP_DEPTH_WINDOW_RQS && d.windows != windows &&
+		    d.trial == KVP_TRIAL_NONE)
+			break;
+	}
+	/*
+	 * Where the slow host's kept trials left it: 32 in flight, each for
+	 * 3.2 ms (10 000 a second).
+	 */
+	d.trial = KVP_TRIAL_NONE;
+	d.limit = 32;
+	d.ref_rate = 10000;
+	d.ref_mean = 3200 * US;
+	d.wait_up = 0;
+	d.wait_down = 0;
+	d.backoff_up = 0;
+	d.backoff_down = 0;
+	lat = 2 * MS;
+	for (i = 0; i < 64 * KVP_DEPTH_WINDOW_RQS && d.limit < 128; i++) {
+		trial = d.trial;
+		inflight = d.limit;
+		t += lat / inflight;
+		kvp_depth_dispatched(&d, inflight, t);
+		kvp_depth_completed(&d, t, lat, inflight - 1, true);
+		if (trial == KVP_TRIAL_NONE && d.trial != KVP_TRIAL_NONE) {
+			if (first == KVP_TRIAL_NONE)
+				first = d.trial;
+			downs += d.trial == KVP_TRIAL_DOWN;
+		}
+	}
+	diag("full limit from 32: %u after %u completions, %u shallower trials",
+	     d.limit, i, downs);
+	EXPECT(first == KVP_TRIAL_UP, "the first trial was not a deeper one (%u)",
+	       first);
+	EXPECT(!downs, "%u shallower trials from a full limit", downs);
+	EXPECT(d.limit >= 128, "the limit grew only to %u", d.limit);
+	return true;
+}
+
+/*
  * One window's worth of steady completions, then a completion stamped a
  * little before the window started (another CPU read the clock first):
  * the limit must not move on it.
@@ -813,6 +880,7 @@ TAP_MAIN(
 	{ test_bursty, "depth: bursts with idle gaps keep throughput" },
 	{ test_host_bound, "depth: a host-bound device keeps its throughput" },
 	{ test_host_in_service, "depth: a host queue inside the service time keeps throughput" },
+	{ test_full_limit_grows, "depth: a full limit on free units grows back" },
 	{ test_throttled,
 	  "depth: a rate-throttled device keeps the queue in the scheduler" },
 	{ test_trial_fails_fast,
