@@ -982,8 +982,8 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 	 * throughput only if the service time fell in proportion to the
 	 * depth, and costs what it holds back until its verdict. A limit
 	 * kept while the host was the bottleneck (its own delays shrinking
-	 * the service time with the depth) binds like this once the host is
-	 * fast again.
+	 * the service time with the depth) can bind like this once the host
+	 * is fast again.
 	 */
 	grow = idle_units || (full && !d->wait_up && d->limit < d->max);
 

@@ -551,15 +551,15 @@ static bool test_host_in_service(void)
 
 /*
  * A limit full all the window on a device with free units. A shallower
- * limit was kept while the host was slow (a 6.12 guest's trace of the deep
- * recall row, 2026-11-30: 63, then 33, at 9 000-10 000 IOPS, while the
- * service time fell with the depth), and now the host is fast again:
- * every completion finds work held back, the service time is twice the
- * unloaded one (the host's own delays), and the throughput is the
- * limit's. The next trial must be a deeper one, and the limit must grow
- * back without a shallower trial on the way: in that guest three of
- * them, from 33 to 24, 16 and 19, each cost 20-55% of the throughput
- * before the deeper trial that gained 50%.
+ * limit was kept while the host was slow (as a 6.12 guest's trace of the
+ * deep recall row showed on a busy host, 2026-11-30: 63, then 33, at
+ * 9 000-10 000 IOPS, while the service time fell with the depth), and now
+ * the host is fast again: every completion finds work held back, the
+ * service time is twice the unloaded one (the host's own delays), and
+ * the throughput is the limit's. The next trial must be a deeper one, and
+ * the limit must grow back without a shallower trial on the way (each
+ * costs while it runs; in that guest, shallower trials from 33 cost
+ * 20-55% of the throughput).
  */
 static bool test_full_limit_grows(void)
 {
