@@ -835,6 +835,44 @@ static bool test_trial_fails_fast(void)
 }
 
 /*
+ * A shallower trial whose limit held work back for only a tenth of its
+ * window: the rest of the time the load was under the limit, or the limit
+ * was not in force (kvbatch applies it only while demand is about). The
+ * window's throughput and service time are then the load's, and the load
+ * varies; here it happens to read a little faster, the service time an
+ * eighth shorter. That is no evidence that the shallower limit keeps the
+ * throughput when it binds, and the trial must be undone. On the deep
+ * recall row of a 6.12 guest (2026-11-30) trials like this were kept at
+ * half the throughput of the limit they left (63 to 31, 20 000 a second
+ * against 35 000-40 000).
+ */
+static bool test_trial_needs_binding(void)
+{
+	struct kvp_depth d;
+	u64 t, lat = 8 * MS;
+	u32 n, from, to, inflight = 64;
+
+	t = light_until_trial(&d, lat);
+	from = d.trial_from;
+	to = d.limit;
+	EXPECT(d.trial == KVP_TRIAL_DOWN,
+	       "no shallower trial under a light load (limit %u)", d.limit);
+	lat = lat * 7 / 8;
+	for (n = 0; n < 8 * KVP_DEPTH_WINDOW_RQS && d.trial; n++) {
+		t += lat / inflight;
+		kvp_depth_dispatched(&d, inflight, t);
+		kvp_depth_completed(&d, t, lat, inflight - 1, n % 10 == 0);
+	}
+	diag("trial %u -> %u bound for 1 in 10: limit %u after %u completions",
+	     from, to, d.limit, n);
+	EXPECT(!d.trial, "the trial did not end");
+	EXPECT(d.limit == from,
+	       "a trial that held back 1 in 10 was kept: limit %u, from %u",
+	       d.limit, from);
+	return true;
+}
+
+/*
  * nr_requests changes while a shallower trial runs (kvp_depth_set_max()
  * from the depth_updated hook), and then the trial fails: the limit goes
  * back to where the trial started, but never above the new ceiling, and
@@ -883,6 +921,8 @@ TAP_MAIN(
 	{ test_full_limit_grows, "depth: a full limit on free units grows back" },
 	{ test_throttled,
 	  "depth: a rate-throttled device keeps the queue in the scheduler" },
+	{ test_trial_needs_binding,
+	  "depth: a shallower trial that barely binds is undone" },
 	{ test_trial_fails_fast,
 	  "depth: a failing shallower trial ends early" },
 	{ test_clock_order, "depth: a clock read out of order" },
