@@ -515,9 +515,11 @@ kvb_wait_io() {
 kvb_balanced() {
 	local d=$1 i ins mrg cmp
 
-	# The last finish_request() may trail fio's exit by a moment.
+	# The last finish_request() may trail fio's exit by a moment, and a
+	# batch drains for batch_window_us after it (the reap timer closes it).
 	for i in $(seq 50); do
-		[ "$(kvb_stat "$d" inflight)" = 0 ] && [ "$(kvb_stat "$d" queued)" = 0 ] && break
+		[ "$(kvb_stat "$d" inflight)" = 0 ] && [ "$(kvb_stat "$d" queued)" = 0 ] &&
+			[ "$(kvb_stat "$d" batches_live)" = 0 ] && break
 		kvb_sleep 0.1
 	done
 	ins=$(kvb_stat "$d" inserted); mrg=$(kvb_stat "$d" merged)
