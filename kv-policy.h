@@ -165,10 +165,11 @@ struct kvp_pick {
  * limit while it binds (completions find it full with work waiting) and
  * the service time has not risen above its unloaded value, and lowers it
  * only on evidence: service time well above unloaded, and a trial at the
- * lower depth that holds work back and keeps the throughput. A trial that loses throughput is
- * undone at once and is not repeated for a while (exponential back-off).
- * Throughput is counted over busy time only, so idle gaps between bursts
- * neither shrink the limit nor end a window early.
+ * lower depth that holds work back and keeps the throughput. A trial that
+ * loses throughput is undone at once and is not repeated for a while
+ * (exponential back-off). Throughput is counted over busy time only, so
+ * idle gaps between bursts neither shrink the limit nor end a window
+ * early.
  *
  * The host calls kvp_depth_dispatched() and kvp_depth_completed() for
  * every scheduled request, under its lock, with one clock reading per

@@ -842,9 +842,9 @@ static bool test_trial_fails_fast(void)
  * varies; here it happens to read a little faster, the service time an
  * eighth shorter. That is no evidence that the shallower limit keeps the
  * throughput when it binds, and the trial must be undone. On the deep
- * recall row of a 6.12 guest (2026-11-30) trials like this were kept at
- * half the throughput of the limit they left (63 to 31, 20 000 a second
- * against 35 000-40 000).
+ * recall row of a 6.12 guest (2026-11-30) trials like this were kept, one
+ * from 63 to 31 at 20 000 a second where 63 had done 35 000-40 000 a few
+ * windows before.
  */
 static bool test_trial_needs_binding(void)
 {
