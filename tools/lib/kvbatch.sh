@@ -61,8 +61,10 @@ KVB_NULLB_SAT=(submit_queues=2 hw_queue_depth=256 shared_tag_bitmap=1
 # Debian 12 keeps a kernel's config in /boot, Debian 13 (the 7.3 guest's
 # root) in /usr/lib/modules/<release>.
 kvb_kernel_has() {
-	cat "/boot/config-$(uname -r)" "/lib/modules/$(uname -r)/config" \
-		2>/dev/null | grep -qx "$1=y"
+	local r
+
+	read -r r < /proc/sys/kernel/osrelease
+	grep -qsx "$1=y" "/boot/config-$r" "/lib/modules/$r/config"
 }
 
 # A debug kernel (make test-debug: KASAN, lockdep) under TCG runs several
