@@ -1,18 +1,22 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 #
-# sysfs-fuzz.py FILE VALID COUNT SEED
+# sysfs-fuzz.py COUNT SEED FILE VALID [FILE VALID...]
 #
-# Write COUNT random byte strings into the sysfs attribute FILE, each with a
-# single write(2): pure noise (1..64 bytes), and the well-formed value VALID
-# with noise appended, prepended or inserted (NUL bytes included). Every
-# write must fail with EINVAL and leave what FILE reads unchanged. A draw
-# that happens to be well formed (digits and at most one trailing newline,
-# or VALID itself with at most one trailing newline) is not written.
+# Write COUNT random byte strings into each sysfs attribute FILE, each with
+# a single write(2): pure noise (1..64 bytes), and the well-formed value
+# VALID with noise appended, prepended or inserted (NUL bytes included).
+# Every write must fail with EINVAL and leave what FILE reads unchanged. A
+# draw that happens to be well formed (digits and at most one trailing
+# newline, or VALID itself with at most one trailing newline) is not
+# written. Several files in one run: under TCG a Python start costs more
+# than its 200 writes.
 #
-# Exit 0 if every write was refused, 1 on the first one that was not
-# (reported on stderr with the bytes in hex), 2 on usage errors. SEED makes
-# a failing run reproducible.
+# Prints one line per FILE, "ok FILE" or "not ok FILE" (the write that
+# was accepted or that changed the value on stderr, its bytes in hex), and
+# goes on with the next FILE. Exit 0 if every write to every file was
+# refused, 1 if any was not, 2 on usage errors. SEED (the files' draws
+# follow each other from it) makes a failing run reproducible.
 import errno
 import os
 import random
@@ -23,7 +27,8 @@ WELL_FORMED = re.compile(rb'[0-9]+\n?\Z')
 
 
 def usage():
-    print('usage: sysfs-fuzz.py FILE VALID COUNT SEED', file=sys.stderr)
+    print('usage: sysfs-fuzz.py COUNT SEED FILE VALID [FILE VALID...]',
+          file=sys.stderr)
     sys.exit(2)
 
 
@@ -45,17 +50,8 @@ def draw(rng, good):
     return good[:cut] + noise(1, 1) + good[cut:] + b'\n'
 
 
-def main():
-    if len(sys.argv) != 5:
-        usage()
-    path, good = sys.argv[1], sys.argv[2].encode()
-    try:
-        count, seed = int(sys.argv[3]), int(sys.argv[4])
-    except ValueError:
-        usage()
-    if count < 1 or not good:
-        usage()
-    rng = random.Random(seed)
+def fuzz(rng, path, good, count):
+    """COUNT refused writes to PATH; False (and why, on stderr) if not."""
     before = read(path)
     written = 0
     while written < count:
@@ -68,20 +64,40 @@ def main():
             n = os.write(fd, data)
             print(f'{path}: accepted {data.hex()} ({n} bytes written)',
                   file=sys.stderr)
-            return 1
+            return False
         except OSError as e:
             if e.errno != errno.EINVAL:
                 print(f'{path}: {data.hex()}: {os.strerror(e.errno)}, '
                       'not EINVAL', file=sys.stderr)
-                return 1
+                return False
         finally:
             os.close(fd)
         after = read(path)
         if after != before:
             print(f'{path}: changed from {before!r} to {after!r} by '
                   f'{data.hex()}', file=sys.stderr)
-            return 1
-    return 0
+            return False
+    return True
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) < 4 or len(args) % 2:
+        usage()
+    try:
+        count, seed = int(args[0]), int(args[1])
+    except ValueError:
+        usage()
+    pairs = [(args[i], args[i + 1].encode()) for i in range(2, len(args), 2)]
+    if count < 1 or not all(good for _, good in pairs):
+        usage()
+    rng = random.Random(seed)
+    rc = 0
+    for path, good in pairs:
+        ok = fuzz(rng, path, good, count)
+        print(('ok ' if ok else 'not ok ') + path, flush=True)
+        rc = rc if ok else 1
+    return rc
 
 
 if __name__ == '__main__':
