@@ -878,7 +878,9 @@ static void kvp_depth_try(struct kvp_depth *d, enum kvp_depth_trial trial,
 
 /*
  * A trial's verdict after its window: keep its limit, or undo it and wait
- * longer (4, 8, ... windows) before the next trial of its kind.
+ * longer (4, 8, ... windows) before the next trial of its kind. @rate and
+ * @mean, the window's throughput and service time, become the reference
+ * for later trials when it is kept; an undo passes 0 for them.
  */
 static void kvp_depth_verdict(struct kvp_depth *d, bool keep, u64 rate,
 			      u64 mean, u64 *kept, u32 *wait, u32 *backoff)
@@ -957,7 +959,7 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 		 * that binds.
 		 */
 		if (d->bound * 3 < d->done) {
-			kvp_depth_verdict(d, false, rate, mean, &d->shrinks,
+			kvp_depth_verdict(d, false, 0, 0, &d->shrinks,
 					  &d->wait_down, &d->backoff_down);
 			return;
 		}
