@@ -492,22 +492,28 @@ kvb_scsi_debug_fresh() {
 	ktap_exit_skip "no scsi_debug disk"
 }
 
-# kvb_read_stat VAR DISK NAME: the counter NAME of kvbatch's debugfs stats
-# on DISK into VAR; false, VAR empty, if there is none. No fork, like
-# kvb_read(): a test can read a counter within milliseconds of an event
-# on a loaded TCG host.
-kvb_read_stat() {
-	local -n _kvb_rs_var=$1
-	local _kvb_rs_k _kvb_rs_v
+# kvb_read_key VAR FILE NAME: the value on FILE's "NAME VALUE" line into
+# VAR (kvbatch's debugfs files); false, VAR empty, if there is none. No
+# fork, like kvb_read(): a test can read a counter within milliseconds of
+# an event on a loaded TCG host.
+kvb_read_key() {
+	local -n _kvb_rk_var=$1
+	local _kvb_rk_k _kvb_rk_v
 
-	_kvb_rs_var=
-	while read -r _kvb_rs_k _kvb_rs_v; do
-		if [ "$_kvb_rs_k" = "$3" ]; then
-			_kvb_rs_var=$_kvb_rs_v
+	_kvb_rk_var=
+	while read -r _kvb_rk_k _kvb_rk_v; do
+		if [ "$_kvb_rk_k" = "$3" ]; then
+			_kvb_rk_var=$_kvb_rk_v
 			return 0
 		fi
-	done < "/sys/kernel/debug/block/$2/sched/stats"
+	done < "$2"
 	return 1
+}
+
+# kvb_read_stat VAR DISK NAME: the counter NAME of kvbatch's debugfs stats
+# on DISK into VAR, as kvb_read_key().
+kvb_read_stat() {
+	kvb_read_key "$1" "/sys/kernel/debug/block/$2/sched/stats" "$3"
 }
 
 # kvb_stat DISK NAME: print one counter from kvbatch's debugfs stats
