@@ -234,7 +234,6 @@ all_ran() {
 }
 next=0
 boot_pid=()
-boot_retried=()
 # boot_next: start the next boot.
 boot_next() {
 	# shellcheck disable=SC2086
@@ -243,34 +242,11 @@ boot_next() {
 	boot_pid[next]=$!
 	next=$((next + 1))
 }
-# boot_died_booting J: ended boot J's kernel died while booting: a report
-# before any mark (kvvm: "after (no mark)"), no selftest runner started,
-# and kvbatch never loaded (no "kvbatch" in its kernel log). Under
-# multi-threaded TCG a vCPU can run the transient int3 of a jump-label
-# patch after the patch is over (testing.rst, "Oops: int3"), and on a
-# host running three guests at once both 7.3 boots of one run died so,
-# 3 to 4 s into the kernel's start (2026-11-30).
-boot_died_booting() {
-	local b=${boot_k[$1]}${boot_name[$1]:+-${boot_name[$1]}}
-
-	! grep -q '^TAP version' "$logdir/guest-$b.log" &&
-		grep -q '^kvvm: kernel report: after "(no mark)"' "$logdir/guest-$b.log" &&
-		! grep -q kvbatch "$logdir/console-$b.log"
-}
-# boot_retry J: boot J again, once, if it died while booting; its first
-# kernel log is kept beside the second. True if it did.
+# boot_retry J: boot J again, once, if it died while booting
+# (guest_retry()). True if it did.
 boot_retry() {
-	local j=$1 b=${boot_k[$1]}${boot_name[$1]:+-${boot_name[$1]}}
-
-	[ -z "${boot_retried[j]:-}" ] && boot_died_booting "$j" || return 1
-	boot_retried[j]=1
-	grep -m 1 '^kvvm: kernel report: after' "$logdir/guest-$b.log" |
-		sed "s/^/# $b: died while booting, before kvbatch was loaded; booting it again: /"
-	mv "$logdir/console-$b.log" "$logdir/console-$b.died.log"
-	mv "$logdir/guest-$b.log" "$logdir/guest-$b.died.log"
-	# shellcheck disable=SC2086
-	KVB_BOOT=${boot_name[j]} guest_start "${boot_k[j]}" ${boot_args[j]}
-	boot_pid[j]=$!
+	KVB_BOOT=${boot_name[$1]} guest_retry "${boot_k[$1]}" || return 1
+	boot_pid[$1]=${guest_pid[${boot_k[$1]}${boot_name[$1]:+-${boot_name[$1]}}]}
 }
 # boot_running J: boot J was started and has not ended, by this shell's
 # table of its jobs (an ended boot's PID may be another process's by now:
