@@ -516,6 +516,25 @@ kvb_read_stat() {
 	kvb_read_key "$1" "/sys/kernel/debug/block/$2/sched/stats" "$3"
 }
 
+# kvb_read_stats ARRAY DISK: every counter of kvbatch's debugfs stats on
+# DISK into the associative ARRAY, from one open of the file: kvbatch
+# takes them together under its lock when the file is opened and read
+# (seq_file), so they agree with each other, where separate kvb_stat
+# calls do not while I/O runs. No fork. False if it cannot be read.
+kvb_read_stats() {
+	local -n _kvb_rs_arr=$1
+	local _kvb_rs_k _kvb_rs_v
+
+	_kvb_rs_arr=()
+	[ -r "/sys/kernel/debug/block/$2/sched/stats" ] || return 1
+	while read -r _kvb_rs_k _kvb_rs_v; do
+		# An associative array (the nameref hides it): $ is needed.
+		# shellcheck disable=SC2004
+		[ -n "$_kvb_rs_k" ] && _kvb_rs_arr[$_kvb_rs_k]=$_kvb_rs_v
+	done < "/sys/kernel/debug/block/$2/sched/stats"
+	return 0
+}
+
 # kvb_stat DISK NAME: print one counter from kvbatch's debugfs stats
 # (nothing if there is none).
 kvb_stat() {
@@ -553,21 +572,23 @@ kvb_wait_io() {
 # batch has closed, and every request it took either completed exactly
 # once or was merged into another (inserted = completed + merged).
 kvb_balanced() {
-	local d=$1 i ins mrg cmp
+	local d=$1 i
+	local -A st
 
 	# The last finish_request() may trail fio's exit by a moment, and a
 	# batch drains for batch_window_us after it (the reap timer closes it).
 	for i in $(seq 50); do
-		[ "$(kvb_stat "$d" inflight)" = 0 ] && [ "$(kvb_stat "$d" queued)" = 0 ] &&
-			[ "$(kvb_stat "$d" batches_live)" = 0 ] && break
+		kvb_read_stats st "$d" || return 1
+		[ "${st[inflight]}" = 0 ] && [ "${st[queued]}" = 0 ] &&
+			[ "${st[batches_live]}" = 0 ] && break
 		kvb_sleep 0.1
 	done
-	ins=$(kvb_stat "$d" inserted); mrg=$(kvb_stat "$d" merged)
-	cmp=$(kvb_stat "$d" completed)
-	log "$d: inserted $ins completed $cmp merged $mrg queued $(kvb_stat "$d" queued) inflight $(kvb_stat "$d" inflight) batches_live $(kvb_stat "$d" batches_live)"
-	[ "$(kvb_stat "$d" queued)" = 0 ] && [ "$(kvb_stat "$d" inflight)" = 0 ] &&
-		[ "$(kvb_stat "$d" batches_live)" = 0 ] && [ "$ins" -gt 0 ] &&
-		[ $((cmp + mrg)) -eq "$ins" ]
+	# One snapshot: read one counter at a time, a request inserted and
+	# completed between two reads would count on one side only.
+	log "$d: inserted ${st[inserted]} completed ${st[completed]} merged ${st[merged]} queued ${st[queued]} inflight ${st[inflight]} batches_live ${st[batches_live]} requeued ${st[requeued]} bypassed ${st[bypassed]}"
+	[ "${st[queued]}" = 0 ] && [ "${st[inflight]}" = 0 ] &&
+		[ "${st[batches_live]}" = 0 ] && [ "${st[inserted]}" -gt 0 ] &&
+		[ $((st[completed] + st[merged])) -eq "${st[inserted]}" ]
 }
 
 # Common start of the data tests: root, fio, kvbatch loaded, the default
