@@ -85,8 +85,8 @@ done_ok=0
 if ! kill -0 $dpid 2>/dev/null; then
 	wait $dpid && done_ok=1
 else
-	# The checks below want the disk's load over: stop the loop after
-	# its current discard.
+	# No more discards beside the checks below (the one under way, if
+	# it ever ends, is left to kvb_balanced()'s wait for an idle disk).
 	kill $dpid 2>/dev/null
 	wait $dpid
 fi
