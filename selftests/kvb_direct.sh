@@ -129,8 +129,11 @@ mostly_queued() {
 	on_arrival
 	# Not all: the first arrival, and any that finds the device idle
 	# between fio's completions and its next submissions, goes on
-	# arrival.
-	[ "$dis" -gt 1000 ] && [ "$((dir * 10))" -lt "$dis" ]
+	# arrival. At least 300 requests, enough for a tenth to mean
+	# something: behind the limit the device allows 3000 in the 3 s,
+	# and a guest sharing the host with two others made 881 (make
+	# test's 7.3 boot, 2026-11-30; 1 of them on arrival).
+	[ "$dis" -ge 300 ] && [ "$((dir * 10))" -lt "$dis" ]
 }
 ktap_check "at least 90% of requests queued first" mostly_queued
 ktap_check "service times measured on queued dispatch" measured "$w0"
