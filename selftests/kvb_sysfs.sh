@@ -178,6 +178,7 @@ depth_races() {
 	local dbg=/sys/kernel/debug/block/$disk/sched/depth
 	local sizes=(64 256 1000) knobs=(0 16 500)
 	local nr0 i nr tun want kn kb nrv rc=0
+	local -A dv
 
 	kvb_read nr0 $nrq
 	for ((i = 0; i < 40; i++)); do
@@ -187,8 +188,8 @@ depth_races() {
 		wait
 		want=$((tun ? (tun < nr ? tun : nr) : nr * 3 / 4))
 		# Read by the shell: a process per read was most of a round.
-		kvb_read_key kn $dbg nr_requests
-		kvb_read_key kb $dbg async_depth
+		kvb_read_keys dv $dbg
+		kn=${dv[nr_requests]:-} kb=${dv[async_depth]:-}
 		kvb_read nrv $nrq
 		if [ "$kn" != "$nrv" ] || [ "$kb" != "$want" ]; then
 			log "round $i: nr_requests $nr, async_depth knob $tun: kvbatch has pool $kn, budget $kb (want $want)"

@@ -516,23 +516,29 @@ kvb_read_stat() {
 	kvb_read_key "$1" "/sys/kernel/debug/block/$2/sched/stats" "$3"
 }
 
-# kvb_read_stats ARRAY DISK: every counter of kvbatch's debugfs stats on
-# DISK into the associative ARRAY, from one open of the file: kvbatch
-# takes them together under its lock when the file is opened and read
-# (seq_file), so they agree with each other, where separate kvb_stat
-# calls do not while I/O runs. No fork. False if it cannot be read.
-kvb_read_stats() {
-	local -n _kvb_rs_arr=$1
-	local _kvb_rs_k _kvb_rs_v
+# kvb_read_keys ARRAY FILE: every "NAME VALUE" line of FILE (kvbatch's
+# debugfs files) into the associative ARRAY, from one open: kvbatch fills
+# such a file under its lock when it is opened and read (seq_file), so
+# the values agree with each other, where separate reads do not while I/O
+# runs. No fork. False if it cannot be read.
+kvb_read_keys() {
+	local -n _kvb_rks_arr=$1
+	local _kvb_rks_k _kvb_rks_v
 
-	_kvb_rs_arr=()
-	[ -r "/sys/kernel/debug/block/$2/sched/stats" ] || return 1
-	while read -r _kvb_rs_k _kvb_rs_v; do
+	_kvb_rks_arr=()
+	[ -r "$2" ] || return 1
+	while read -r _kvb_rks_k _kvb_rks_v; do
 		# An associative array (the nameref hides it): $ is needed.
 		# shellcheck disable=SC2004
-		[ -n "$_kvb_rs_k" ] && _kvb_rs_arr[$_kvb_rs_k]=$_kvb_rs_v
-	done < "/sys/kernel/debug/block/$2/sched/stats"
+		[ -n "$_kvb_rks_k" ] && _kvb_rks_arr[$_kvb_rks_k]=$_kvb_rks_v
+	done < "$2"
 	return 0
+}
+
+# kvb_read_stats ARRAY DISK: kvbatch's debugfs stats on DISK, as
+# kvb_read_keys().
+kvb_read_stats() {
+	kvb_read_keys "$1" "/sys/kernel/debug/block/$2/sched/stats"
 }
 
 # kvb_stat DISK NAME: print one counter from kvbatch's debugfs stats
