@@ -145,8 +145,9 @@ guest_died_booting() {
 # booting and was not booted again yet, say so with its first report and
 # start it again with the same tests; the first boot's logs are kept as
 # *.died.log. True if it did. A second death is a failure like any other.
+# The boot's time keeps counting from the first start: the run took both.
 guest_retry() {
-	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} f
+	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} f t0
 
 	[ -z "${guest_retried[$boot]:-}" ] && guest_died_booting "$boot" ||
 		return 1
@@ -157,8 +158,10 @@ guest_retry() {
 		[ ! -f "$logdir/$f-$boot.log" ] ||
 			mv "$logdir/$f-$boot.log" "$logdir/$f-$boot.died.log"
 	done
+	t0=${guest_t0[$boot]}
 	# shellcheck disable=SC2086
 	guest_start "$k" ${guest_args[$boot]}
+	guest_t0[$boot]=$t0
 }
 
 guest_finish() {
@@ -174,7 +177,7 @@ guest_finish() {
 		rc=$?
 		guest_retry "$k" || break
 	done
-	echo "# ${p}guest run took $((SECONDS - guest_t0[$boot])) s"
+	echo "# ${p}guest run took $((SECONDS - guest_t0[$boot])) s${guest_retried[$boot]:+ (both boots)}"
 	tap_points "$p" "$log" '^(not )?ok [0-9]+ selftests:'
 	# A boot that shares its kernel's tests (run-guest.sh --claim) may
 	# find them all taken: an empty plan from a run that ended well.
