@@ -1167,11 +1167,11 @@ static void kvb_move_older(struct kvp_batch *rb, struct request *req)
  * @req, a deferred write, took over data that is not to be deferred (a
  * sync write merged into it at insert, or by a front merge of requests):
  * the whole request leaves the write queue for the batch that data
- * belongs to, keeping its arrival, so that the sync data does not wait
- * for the end of demand.
+ * belongs to (@key, @tier), keeping its arrival, so that the sync data
+ * does not wait for the end of demand.
  */
-static void kvb_promote(struct kvb_data *kd, struct request *req,
-			struct request *next, u64 now)
+static void kvb_promote(struct kvb_data *kd, struct request *req, u64 key,
+			enum kvb_tier tier, u64 now)
 {
 	struct kvp_batch *wq = kvb_rq_batch(req);
 	unsigned long state = kvb_rq_state(req);
@@ -1185,8 +1185,7 @@ static void kvb_promote(struct kvb_data *kd, struct request *req,
 	kvp_rq_unqueued(kd->ps, wq, kvb_head_ns(wq), now);
 	kvb_rq_set_state(req, state & ~KVB_RQ_DEFERRED);
 
-	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, next), kvb_rq_tier(next),
-			  now);
+	b = kvp_get_batch(kd->ps, key, tier, now);
 	req->elv.priv[1] = b;
 	elv_rb_add(kvb_sort_root(kd, req), req);
 	list_add_tail(&req->queuelist, &b->rqs);
@@ -1203,11 +1202,20 @@ static void kvb_requests_merged(struct request_queue *q, struct request *req,
 	struct kvp_batch *b = kvb_rq_batch(next);
 	struct kvp_batch *rb = kvb_rq_batch(req);
 	bool queued = kvb_rq_state(next) & KVB_RQ_QUEUED;
+	enum kvb_tier tier;
 	bool older;
 
 	lockdep_assert_held(&kd->lock);
 
 	kd->stats.merged++;
+	/*
+	 * The tier @next's data is in: for a queued request its batch's,
+	 * not its flags'. A deferred write promoted for the sync data it
+	 * took keeps its async flags, and in an insert merge's chain (the
+	 * new request into one queued request, then that one into the
+	 * request before it) it may be merged into another deferred write.
+	 */
+	tier = queued && b ? b->tier : kvb_rq_tier(next);
 
 	/*
 	 * The merged request takes the older arrival and position, so
@@ -1233,9 +1241,8 @@ static void kvb_requests_merged(struct request_queue *q, struct request *req,
 
 	/* Data that must not wait went into a deferred write. */
 	if ((kvb_rq_state(req) & (KVB_RQ_QUEUED | KVB_RQ_DEFERRED)) ==
-	    (KVB_RQ_QUEUED | KVB_RQ_DEFERRED) &&
-	    kvb_rq_tier(next) != KVB_TIER_WRITE)
-		kvb_promote(kd, req, next, kvb_now());
+	    (KVB_RQ_QUEUED | KVB_RQ_DEFERRED) && tier != KVB_TIER_WRITE)
+		kvb_promote(kd, req, kvb_rq_key(kd, next), tier, kvb_now());
 }
 
 /*

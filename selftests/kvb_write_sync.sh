@@ -36,7 +36,7 @@ kvb_nullb_fresh submit_queues=1 hw_queue_depth=2 memory_backed=1 gb=1 \
 udevadm settle 2>/dev/null || true
 
 ktap_print_header
-ktap_set_plan 8
+ktap_set_plan 10
 
 dev=nullb0
 iosched=/sys/block/$dev/queue/iosched
@@ -183,6 +183,61 @@ verify_merge() {
 		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
 }
 ktap_check "both writes are on the device" verify_merge
+
+# A chain of insert merges: the sync write C merges into the deferred
+# write B before it, which is promoted, and B (its flags still async)
+# then into the deferred write A before it. A must be promoted too, or C
+# waits in it for write_expire_ms. X, queued first, is the queue's
+# one-hit merge candidate, so the insert merge goes down the hash chain;
+# with front merges off, A's bio does not front-merge into B; with
+# writeback throttling off, B's writeback does not wait beside the reads
+# for X to complete (it would, write_expire_ms long). Blocks: X at 400,
+# A at 300-307, B at 308-315, C at 316.
+head -c 32768 /dev/urandom > "$KVB_SCRATCH/chain-a.bin"
+head -c 32768 /dev/urandom > "$KVB_SCRATCH/chain-b.bin"
+head -c 4096 /dev/urandom > "$KVB_SCRATCH/chain-x.bin"
+echo 0 > $iosched/front_merges
+wbt=$(cat /sys/block/$dev/queue/wbt_lat_usec)
+echo 0 > /sys/block/$dev/queue/wbt_lat_usec
+start_demand 32 || log "demand did not start"
+res=none
+for try in 1 2 3; do
+	cbase=$((300 + (try - 1) * 200))
+	promoted=$(kvb_stat $dev promoted)
+	async_write "$KVB_SCRATCH/chain-x.bin" $(((cbase + 100) * 4096))
+	async_write "$KVB_SCRATCH/chain-b.bin" $(((cbase + 8) * 4096))
+	async_write "$KVB_SCRATCH/chain-a.bin" $((cbase * 4096))
+	if ! wait_deferred 3; then
+		log "try $try: $(write_queued) deferred writes seen, not 3; again"
+		continue
+	fi
+	res=$(timed_write $((cbase + 16)) "$KVB_SCRATCH/sync.bin") ||
+		res="999999 ?"
+	[ "${res#* }" -ge 3 ] 2>/dev/null && break
+	log "try $try: the deferred writes went in a pause of demand; again"
+done
+if [ "$res" != none ]; then
+	ms=${res%% *}
+	log "sync write after two deferred writes: $ms ms (deferred writes queued before it: ${res#* }; promoted $((promoted)) -> $(kvb_stat $dev promoted))"
+	ktap_check "a sync write merged down a chain of deferred writes takes $ms ms (< $limit_ms)" \
+		test "$ms" -lt $limit_ms
+else
+	ktap_test_fail "three deferred writes never queued at once"
+fi
+stop_demand
+sync
+echo 1 > $iosched/front_merges
+echo "$wbt" > /sys/block/$dev/queue/wbt_lat_usec
+verify_chain() {
+	[ "$res" != none ] &&
+	dd if=/dev/$dev bs=4k skip="$cbase" count=8 iflag=direct status=none |
+		cmp -s - "$KVB_SCRATCH/chain-a.bin" &&
+	dd if=/dev/$dev bs=4k skip=$((cbase + 8)) count=8 iflag=direct \
+		status=none | cmp -s - "$KVB_SCRATCH/chain-b.bin" &&
+	dd if=/dev/$dev bs=4k skip=$((cbase + 16)) count=1 iflag=direct \
+		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
+}
+ktap_check "the three writes of the chain are on the device" verify_chain
 
 # A small pool: write_defer_max is held to half of async_depth.
 echo 16 > /sys/block/$dev/queue/nr_requests
