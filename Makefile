@@ -189,7 +189,7 @@ endif
 
 # Userspace helpers the selftests run in the guest.
 SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio $(BUILD)/selftests/kvb_failnth \
-		   $(BUILD)/selftests/kvb_firstwrite
+		   $(BUILD)/selftests/kvb_firstwrite $(BUILD)/selftests/kvb_uring_mix
 USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
 
 selftests-bin: $(SELFTEST_BINS)
@@ -236,6 +236,10 @@ $(BUILD)/selftests/kvb_failnth: $(TOP)/selftests/kvb_failnth.c
 $(BUILD)/selftests/kvb_firstwrite: $(TOP)/selftests/kvb_firstwrite.c
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) -o $@ $< -lpthread
+
+$(BUILD)/selftests/kvb_uring_mix: $(TOP)/selftests/kvb_uring_mix.c
+	@mkdir -p $(dir $@)
+	$(CC) $(USER_CFLAGS) -o $@ $< -luring
 
 # Policy core unit tests in userspace (TAP).
 unit:

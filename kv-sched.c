@@ -845,7 +845,16 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	}
 	kvb_rq_set_state(rq, state);
 
-	if (blk_mq_sched_try_insert_merge(q, rq, free))
+	/*
+	 * Where a command takes several discard ranges, the block layer
+	 * merges any two discard requests, wherever they lie, and an insert
+	 * merge of them does not call requests_merged(): the request merged
+	 * away would be freed uncounted, and one merged away while queued
+	 * (down the insert merge's hash chain) freed while still on our
+	 * lists. Such discards merge as bios only.
+	 */
+	if (!blk_discard_mergable(rq) &&
+	    blk_mq_sched_try_insert_merge(q, rq, free))
 		return;
 
 	trace_block_rq_insert(rq);
