@@ -550,6 +550,12 @@ void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes)
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 {
 	kvp_count(ps, b, 1, -1);
+	/*
+	 * Its next dispatch counts it again; its bytes are passed with the
+	 * first dispatch only.
+	 */
+	if (b->nr_rqs)
+		b->nr_rqs--;
 	kvp_set_head(ps, b, head_ns);
 }
 

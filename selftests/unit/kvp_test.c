@@ -1306,6 +1306,49 @@ static void mini_queue(struct kvp_sched *ps, struct kvp_batch *b,
 }
 
 /*
+ * A requeued request is one request of its batch however often it is
+ * dispatched: the elevator passes its bytes with the first dispatch only
+ * (kv-sched.c's KVB_RQ_COUNTED), and the batch's request count must
+ * follow. Two reads, one requeued once: a batch of 2 requests, 8 KiB.
+ */
+static bool test_requeue_counts(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq r[2] = { { .arrival = 1 }, { .arrival = 2 } };
+	struct kvp_batch *b;
+	struct kvp_sched *ps;
+	void *mem;
+
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	ps->p = p;
+	b = kvp_get_batch(ps, 3, KVB_TIER_DEMAND, 1);
+	mini_queue(ps, b, &r[0]);
+	mini_queue(ps, b, &r[1]);
+	list_del_init(&r[0].node);
+	kvp_rq_dispatched(ps, b, mini_head(b), 4096);
+	list_del_init(&r[1].node);
+	kvp_rq_dispatched(ps, b, 0, 4096);
+	/* The driver hands r[0] back; it goes to the head of its batch. */
+	list_add(&r[0].node, &b->rqs);
+	kvp_rq_requeued(ps, b, mini_head(b));
+	list_del_init(&r[0].node);
+	kvp_rq_dispatched(ps, b, 0, 0);
+	kvp_rq_completed(ps, b, 10);
+	kvp_rq_completed(ps, b, 11);
+	kvp_flush_draining(ps);
+	EXPECT(ps->stats.closed[KVB_TIER_DEMAND] == 1 &&
+	       ps->stats.batch_rqs_sum[KVB_TIER_DEMAND] == 2 &&
+	       ps->stats.batch_bytes_sum[KVB_TIER_DEMAND] == 2 * 4096,
+	       "closed %llu batches of %llu requests, %llu bytes",
+	       (unsigned long long)ps->stats.closed[KVB_TIER_DEMAND],
+	       (unsigned long long)ps->stats.batch_rqs_sum[KVB_TIER_DEMAND],
+	       (unsigned long long)ps->stats.batch_bytes_sum[KVB_TIER_DEMAND]);
+	free(mem);
+	return true;
+}
+
+/*
  * A deferred write merged away in the middle of a burst must not leave
  * the burst open: writes arriving later, while a demand read is in the
  * device and the write queue is far below write_defer_max, are held.
@@ -1966,6 +2009,8 @@ TAP_MAIN(
 	{ test_window_clock_order, "batch window with clock readings out of order" },
 	{ test_max_inflight, "max_inflight bounds the device" },
 	{ test_requeue_merge, "requeue and merged-away requests" },
+	{ test_requeue_counts,
+	  "a requeued request counts once in its batch's size" },
 	{ test_merge_burst,
 	  "write merged away mid-burst keeps later writes deferred" },
 	{ test_merge_head,

@@ -163,8 +163,9 @@ static void kvs_sched_dispatched(struct kvs_sim *s, struct kvs_req *rq)
 	s->nr_tier_queued[rq->tier]--;
 	if (s->cfg.sched != KVS_KVBATCH)
 		return;
+	/* As the elevator does: the bytes with the first dispatch only. */
 	kvp_rq_dispatched(s->ps, rq->batch, kvs_head_ns(rq->batch),
-			  rq->nr_sectors * 512);
+			  rq->nr_requeue ? 0 : rq->nr_sectors * 512);
 	if (s->cfg.auto_depth)
 		kvp_depth_dispatched(&s->depth, s->ps->inflight, s->now);
 }
