@@ -108,6 +108,20 @@ print(int((time.monotonic() - t) * 1000), queued[0] if queued else '?')
 PY
 }
 
+# sync_after BLOCK N: the timed sync write of try $try at BLOCK into res
+# ("MS QUEUED"); true if at least N deferred writes were queued just
+# before it, else a pause of demand let them go and the caller tries
+# again (a failed write counts as taken: its 999999 ms fails the check).
+sync_after() {
+	res=$(timed_write "$1" "$KVB_SCRATCH/sync.bin") || {
+		res="999999 ?"
+		return 0
+	}
+	[ "${res#* }" -ge "$2" ] && return 0
+	log "try $try: the deferred writes went in a pause of demand; again"
+	return 1
+}
+
 # start_demand IODEPTH: two RT recall readers, IODEPTH each, keeping demand
 # in flight (the device has two tags) until stop_demand.
 start_demand() {
@@ -157,10 +171,7 @@ for try in 1 2 3; do
 	fi
 	log "deferred: $(write_queued) writes"
 	wbase=$base
-	res=$(timed_write $((base + 16)) "$KVB_SCRATCH/sync.bin") ||
-		res="999999 ?"
-	[ "${res#* }" != 0 ] && break
-	log "try $try: the deferred write went in a pause of demand; again"
+	sync_after $((base + 16)) 1 && break
 done
 if [ "$res" != none ]; then
 	ms=${res%% *}
@@ -211,10 +222,7 @@ for try in 1 2 3; do
 		log "try $try: $(write_queued) deferred writes seen, not 3; again"
 		continue
 	fi
-	res=$(timed_write $((cbase + 16)) "$KVB_SCRATCH/sync.bin") ||
-		res="999999 ?"
-	[ "${res#* }" -ge 3 ] 2>/dev/null && break
-	log "try $try: the deferred writes went in a pause of demand; again"
+	sync_after $((cbase + 16)) 3 && break
 done
 if [ "$res" != none ]; then
 	ms=${res%% *}
@@ -228,13 +236,14 @@ stop_demand
 sync
 echo 1 > $iosched/front_merges
 echo "$wbt" > /sys/block/$dev/queue/wbt_lat_usec
+# shellcheck disable=SC2317
 verify_chain() {
 	[ "$res" != none ] &&
-	dd if=/dev/$dev bs=4k skip="$cbase" count=8 iflag=direct status=none |
+	dd if="/dev/$dev" bs=4k skip="$cbase" count=8 iflag=direct status=none |
 		cmp -s - "$KVB_SCRATCH/chain-a.bin" &&
-	dd if=/dev/$dev bs=4k skip=$((cbase + 8)) count=8 iflag=direct \
+	dd if="/dev/$dev" bs=4k skip=$((cbase + 8)) count=8 iflag=direct \
 		status=none | cmp -s - "$KVB_SCRATCH/chain-b.bin" &&
-	dd if=/dev/$dev bs=4k skip=$((cbase + 16)) count=1 iflag=direct \
+	dd if="/dev/$dev" bs=4k skip=$((cbase + 16)) count=1 iflag=direct \
 		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
 }
 ktap_check "the three writes of the chain are on the device" verify_chain

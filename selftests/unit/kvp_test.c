@@ -1305,6 +1305,21 @@ static void mini_queue(struct kvp_sched *ps, struct kvp_batch *b,
 	kvp_rq_queued(ps, b, mini_head(b));
 }
 
+/* The demand tier closed @batches batches of @rqs requests, @bytes bytes. */
+static void demand_closed(struct kvp_sched *ps, const char *what, u64 batches,
+			  u64 rqs, u64 bytes)
+{
+	const struct kvp_stats *st = &ps->stats;
+
+	EXPECT(st->closed[KVB_TIER_DEMAND] == batches &&
+	       st->batch_rqs_sum[KVB_TIER_DEMAND] == rqs &&
+	       st->batch_bytes_sum[KVB_TIER_DEMAND] == bytes,
+	       "%s: closed %llu batches of %llu requests, %llu bytes", what,
+	       (unsigned long long)st->closed[KVB_TIER_DEMAND],
+	       (unsigned long long)st->batch_rqs_sum[KVB_TIER_DEMAND],
+	       (unsigned long long)st->batch_bytes_sum[KVB_TIER_DEMAND]);
+}
+
 /*
  * A requeued request is one request of its batch however often it is
  * dispatched: the elevator passes its bytes with the first dispatch only
@@ -1337,13 +1352,7 @@ static bool test_requeue_counts(void)
 	kvp_rq_completed(ps, b, 10);
 	kvp_rq_completed(ps, b, 11);
 	kvp_flush_draining(ps);
-	EXPECT(ps->stats.closed[KVB_TIER_DEMAND] == 1 &&
-	       ps->stats.batch_rqs_sum[KVB_TIER_DEMAND] == 2 &&
-	       ps->stats.batch_bytes_sum[KVB_TIER_DEMAND] == 2 * 4096,
-	       "closed %llu batches of %llu requests, %llu bytes",
-	       (unsigned long long)ps->stats.closed[KVB_TIER_DEMAND],
-	       (unsigned long long)ps->stats.batch_rqs_sum[KVB_TIER_DEMAND],
-	       (unsigned long long)ps->stats.batch_bytes_sum[KVB_TIER_DEMAND]);
+	demand_closed(ps, "one read requeued", 1, 2, 2 * 4096);
 	free(mem);
 	return true;
 }
@@ -1513,13 +1522,7 @@ static bool test_direct(void)
 	kvp_rq_completed(ps, da, 70);
 	kvp_rq_completed(ps, da, 71);
 	EXPECT(!ps->queued && !ps->inflight, "not idle at the end");
-	EXPECT(ps->stats.closed[KVB_TIER_DEMAND] == 2 &&
-	       ps->stats.batch_rqs_sum[KVB_TIER_DEMAND] == 4 &&
-	       ps->stats.batch_bytes_sum[KVB_TIER_DEMAND] == 4 * 4096,
-	       "closed %llu batches of %llu requests, %llu bytes",
-	       (unsigned long long)ps->stats.closed[KVB_TIER_DEMAND],
-	       (unsigned long long)ps->stats.batch_rqs_sum[KVB_TIER_DEMAND],
-	       (unsigned long long)ps->stats.batch_bytes_sum[KVB_TIER_DEMAND]);
+	demand_closed(ps, "batches 7 and 8", 2, 4, 4 * 4096);
 	free(mem);
 	return true;
 }
