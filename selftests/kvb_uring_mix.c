@@ -96,9 +96,9 @@ int main(int argc, char **argv)
 			dev = optarg;
 			break;
 		case 'p':
-			byte = (int)parse_u64(optarg, &end, "bad BYTE");
-			if (*end || byte > 255)
+			if (parse_u64(optarg, &end, "bad BYTE") > 255 || *end)
 				usage("BYTE is 0 to 255");
+			byte = (int)strtoul(optarg, NULL, 0);
 			break;
 		default:
 			usage(NULL);
