@@ -90,13 +90,16 @@ CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h 
 .PHONY: all modules prepare all-kernels test test-extended test-debug soak \
 	unit demo bench \
 	checkpatch sparse \
-	deps clean help print-kernels selftests-bin tools kvsim \
+	deps clean help print-kernels print-series selftests-bin tools kvsim \
 	install uninstall deb
 
 all: modules
 
 print-kernels:
 	@echo $(SUPPORTED_KRELS)
+
+print-series:
+	@echo $(TESTED_SERIES)
 
 help:
 	@sed -n '3,/^$$/p' $(TOP)/Makefile | sed 's/^# \{0,1\}//'

@@ -90,9 +90,15 @@ ktap_check "no arguments: exit 2 with the usage" \
 # with the usage before anything is installed, built or booted. A -t with
 # a leading zero (bash would read 08 as octal, 010 as 8), a -w that lists
 # nothing, and -w with --deep (whose boot runs none of the workloads).
+# Since 2026-12-01 also a -t too long for bash's arithmetic, the deep
+# recall row's own workload, a workload twice, and -k that is no Debian
+# kernel release of a supported series (these ran the package install
+# before).
 bad=0
 for args in "-t|08" "-t|010" "-t|0" "-t|601" "-t|x" "-w|" "-w| " "-w|bogus" \
-	    "--deep|-w|tail" "-w|tail|--deep" "--bogus" "-k"; do
+	    "--deep|-w|tail" "-w|tail|--deep" "--bogus" "-k" \
+	    "-t|99999999999999999999" "-w|deep" "-w|tail tail" "-k|nosuch" \
+	    "-k|../../etc" "-k|" "-k|5.10.0-30-amd64" "-k|6.1.0-57-arm64"; do
 	IFS='|' read -r -a argv <<< "$args"
 	[ "${args: -1}" != "|" ] || argv+=("")
 	timeout 20 "$top/tools/kvsuite" "${argv[@]}" > "$tmp/o" 2> "$tmp/e"
@@ -102,7 +108,7 @@ for args in "-t|08" "-t|010" "-t|0" "-t|601" "-t|x" "-w|" "-w| " "-w|bogus" \
 		bad=$((bad + 1))
 	fi
 done
-ktap_check "kvsuite: 12 bad argument lists exit 2 with the usage" test $bad = 0
+ktap_check "kvsuite: 20 bad argument lists exit 2 with the usage" test $bad = 0
 ktap_check "a kernel with no finished run: exit 1, named" \
 	exits 1 'no finished run for 6.99.1-none' "$tmp/bench" 6.99.1-none
 # Last: the points below read its report.
