@@ -253,12 +253,9 @@ declare -A KVB_LOAD_MAX=(
 	[async_depth]=64
 )
 KVB_TUNABLES=()
-_kvb_re='^KVB_TUNABLE\([A-Z_]+,[[:space:]]*([a-z_]+),[[:space:]]*([0-9]+),[[:space:]]*([0-9]+),[[:space:]]*([0-9]+)\)'
-while IFS= read -r _kvb_l; do
-	[[ $_kvb_l =~ $_kvb_re ]] || continue
-	_kvb_n=${BASH_REMATCH[1]}
-	KVB_TUNABLES+=("$_kvb_n	${BASH_REMATCH[2]}	${BASH_REMATCH[3]}	${BASH_REMATCH[4]}	${KVB_LOAD_MAX[$_kvb_n]:-${BASH_REMATCH[4]}}")
-done < "$KVB_ROOT/kv-tunables.h"
+while read -r _kvb_n _kvb_d _kvb_lo _kvb_hi; do
+	KVB_TUNABLES+=("$_kvb_n	$_kvb_d	$_kvb_lo	$_kvb_hi	${KVB_LOAD_MAX[$_kvb_n]:-$_kvb_hi}")
+done < <(kvb_tunables "$KVB_ROOT/kv-tunables.h")
 
 # kvb_tunables_random DIR: write a random valid value, up to the load
 # maximum, to every tunable in DIR (a queue's iosched/).

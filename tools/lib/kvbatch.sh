@@ -11,6 +11,37 @@
 # (tools/kvreport), so it stays KVB_SCHEDS="name ...".
 KVB_SCHEDS="none mq-deadline kyber bfq kvbatch"
 
+# kvb_tunables HEADER: kvbatch's numeric tunables, from kv-tunables.h (the
+# list the module is built from), one "name default min max" line each.
+# batch_key, which takes a name, is not among them.
+kvb_tunables() {
+	local l re='^KVB_TUNABLE\([A-Z_]+,[[:space:]]*([a-z_]+),[[:space:]]*([0-9]+),[[:space:]]*([0-9]+),[[:space:]]*([0-9]+)\)'
+
+	while IFS= read -r l; do
+		[[ $l =~ $re ]] || continue
+		echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]} ${BASH_REMATCH[3]} ${BASH_REMATCH[4]}"
+	done < "$1"
+}
+
+# kvb_tunable_ok HEADER KNOB VALUE: whether kvbatch takes VALUE for
+# iosched/KNOB: a plain decimal in a numeric tunable's range, or one of
+# batch_key's names.
+kvb_tunable_ok() {
+	local n d lo hi
+
+	if [ "$2" = batch_key ]; then
+		case $3 in ioprio|cgroup|cgroup+ioprio) return 0 ;; esac
+		return 1
+	fi
+	while read -r n d lo hi; do
+		[ "$n" = "$2" ] || continue
+		[[ $3 =~ ^(0|[1-9][0-9]{0,9})$ ]] && [ "$3" -ge "$lo" ] &&
+			[ "$3" -le "$hi" ]
+		return
+	done < <(kvb_tunables "$1")
+	return 1
+}
+
 # kvb_load_peers: load the peers that are modules (kyber, bfq), so that a
 # queue offers them; a kernel without one just does not.
 kvb_load_peers() {
