@@ -77,6 +77,9 @@ done <<'EOF'
 --turns 0
 --rate 0
 --rate x
+--rate 1e-320
+--rate 1e-300
+--rate 2e6
 --conversations 0
 --input 0
 --block-tokens 0
@@ -200,5 +203,22 @@ replay --from 9 --duration 100 > "$tmp/w.json" 2> "$tmp/e" || ktap_diag < "$tmp/
 ktap_check "kvbench --trace --from: earlier requests only warm the tiers" \
 	check_replay "$tmp/w.json" replayed=3 warmup=2 recalling=2 hit=2 recall=3 \
 		new=4 batches=2 owed=4 errors=0
+
+# --- recall, the tagging example: bad arguments before the device --------
+recall=$top/build/tools/recall
+bad=0
+for args in "x" "x|1" "x|1|8|4096|y" "x|0|8" "x|1024|8" "x|5x|8" "x| 5|8" \
+	    "x|-1|8" "x|1|0" "x|1|257" "x|1|8|5000" "x|1|8|4096junk" \
+	    "x|1|8|2097152" "x|1|8|0"; do
+	IFS='|' read -r -a argv <<< "$args"
+	"$recall" "${argv[@]}" > "$tmp/o" 2> "$tmp/e"
+	rc=$?
+	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: recall' "$tmp/e"; then
+		echo "recall ${argv[*]}: exit $rc: $(tail -1 "$tmp/e")" | ktap_diag
+		bad=1
+	fi
+done
+ktap_check "recall: 14 bad argument lists exit 2 with the usage, before the device" \
+	test $bad -eq 0
 
 ktap_finished

@@ -27,6 +27,29 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
+static void usage(const char *msg)
+{
+	if (msg)
+		fprintf(stderr, "recall: %s\n", msg);
+	fprintf(stderr, "usage: recall DEV HINT(1..1023) NREADS(1..256) [BLOCK_SIZE]\n");
+	exit(2);
+}
+
+/* @s as a plain decimal in lo..hi, else the usage. */
+static unsigned int parse_arg(const char *s, unsigned long lo,
+			      unsigned long hi, const char *what)
+{
+	unsigned long v;
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		usage(what);
+	v = strtoul(s, &end, 10);
+	if (*end || v < lo || v > hi)
+		usage(what);
+	return v;
+}
+
 int main(int argc, char **argv)
 {
 	struct io_uring ring;
@@ -36,18 +59,15 @@ int main(int argc, char **argv)
 	char *buf;
 	int fd;
 
-	if (argc < 4 || argc > 5) {
-		fprintf(stderr, "usage: recall DEV HINT(1..1023) NREADS(1..256) [BLOCK_SIZE]\n");
-		return 2;
-	}
-	hint = atoi(argv[2]);
-	n = atoi(argv[3]);
+	if (argc < 4 || argc > 5)
+		usage(NULL);
+	hint = parse_arg(argv[2], 1, KV_IOPRIO_HINT_MAX, "HINT is 1..1023");
+	n = parse_arg(argv[3], 1, 256, "NREADS is 1..256");
 	if (argc == 5)
-		bs = atoi(argv[4]);
-	if (hint < 1 || hint > KV_IOPRIO_HINT_MAX || n < 1 || n > 256 || !bs || bs % 4096) {
-		fprintf(stderr, "recall: bad argument\n");
-		return 2;
-	}
+		bs = parse_arg(argv[4], 4096, 1 << 20,
+			       "BLOCK_SIZE is 4096..1048576, a multiple of 4096");
+	if (bs % 4096)
+		usage("BLOCK_SIZE is 4096..1048576, a multiple of 4096");
 	fd = open(argv[1], O_RDONLY | O_DIRECT);
 	if (fd < 0 || io_uring_queue_init(n, &ring, 0) < 0 ||
 	    posix_memalign((void **)&buf, 4096, (size_t)n * bs)) {
