@@ -21,6 +21,7 @@ their largest count, one column per scheduler.
 """
 import bisect
 import collections
+import os
 import sys
 
 KERNEL_START = 0xffff800000000000
@@ -87,12 +88,14 @@ def own(sched, fn):
 
 
 def main():
-    if len(sys.argv) not in (2, 3):
+    if len(sys.argv) not in (2, 3) or not os.path.isfile(
+            f"{sys.argv[1]}/runs"):
         usage()
     d = sys.argv[1]
     top = 25
     if len(sys.argv) == 3:
-        if not sys.argv[2].isdigit():
+        if not (sys.argv[2].isascii() and sys.argv[2].isdigit()
+                and 1 <= int(sys.argv[2]) <= 100000):
             usage()
         top = int(sys.argv[2])
     rows = collections.OrderedDict()
