@@ -146,8 +146,13 @@ done <<EOF
 -r 0 --streams 0
 -b 18014398509481985k
 -b 17592186044417m
+-s 4,,8
+-s ,4
+-s 4,
+--kv 64,,128:8192
+--think 5
 EOF
-ktap_check "kvbench: -s with --kv, no demand, a wrapping size: exit 2 with the usage" \
+ktap_check "kvbench: -s with --kv, no demand, a wrapping size, an empty list element, --think without --streams: exit 2 with the usage" \
 	test $bad -eq 0
 
 printf '%s\n' '{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [1]}' \

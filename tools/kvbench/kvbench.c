@@ -256,6 +256,18 @@ static uint64_t rnd_exp_ns(uint64_t *st, double mean_s)
 	return (uint64_t)(-log(1 - kv_rand_unit(st)) * mean_s * 1e9);
 }
 
+/*
+ * A comma-separated list has no empty element: strtok_r() would skip one
+ * ("4,,8" read as 4,8), so a typo would go unnoticed.
+ */
+static void check_list(const char *s, const char *msg)
+{
+	size_t n = strlen(s);
+
+	if (!n || s[0] == ',' || s[n - 1] == ',' || strstr(s, ",,"))
+		usage(msg);
+}
+
 static unsigned long parse_num(const char *s, const char *what,
 			       unsigned long lo, unsigned long hi)
 {
@@ -848,6 +860,7 @@ static void parse_kv(char *arg)
 		usage("--kv needs TOKENS,...:BYTES_PER_TOKEN");
 	*colon = '\0';
 	o.kv_bpt = parse_num(colon + 1, "bytes per token", 1, 16 << 20);
+	check_list(arg, "--kv lists token counts by commas, none empty");
 	for (tok = strtok_r(arg, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
 		if (n == MAX_SIZES)
@@ -1295,6 +1308,7 @@ int main(int argc, char **argv)
 	/* Options of one mode only, to refuse them in the other. */
 	const char *demand_opt = NULL, *trace_opt = NULL;
 	bool model_set = false, write_set = false, sizes_set = false;
+	bool think_set = false;
 	struct kvt_trace trace = { 0 };
 	struct replay res = { 0 };
 
@@ -1312,6 +1326,7 @@ int main(int argc, char **argv)
 			demand_opt = "-s";
 			sizes_set = true;
 			o.nr_sizes = 0;
+			check_list(optarg, "-s lists sizes by commas, none empty");
 			for (tok = strtok_r(optarg, ",", &save); tok;
 			     tok = strtok_r(NULL, ",", &save)) {
 				if (o.nr_sizes == MAX_SIZES)
@@ -1342,6 +1357,7 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			demand_opt = "--think";
+			think_set = true;
 			o.think_ms = parse_double(optarg, "think time", 0, 60000);
 			break;
 		case OPT_TRACE:
@@ -1422,6 +1438,8 @@ int main(int argc, char **argv)
 			usage("-s and --kv both give the batch sizes: use one");
 		if (o.rate == 0 && !o.streams)
 			usage("no demand: with -r 0, --streams N (1 or more) issues the batches");
+		if (think_set && !o.streams)
+			usage("--think is the streams' think time: it needs --streams");
 	}
 	/* After -b, which the KV model divides by. */
 	if (kv_arg)
