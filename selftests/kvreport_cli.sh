@@ -23,7 +23,7 @@ source "$(dirname "$0")/ktap_helpers.sh"
 
 ktap_print_header
 command -v python3 > /dev/null || ktap_exit_skip "python3 not installed"
-ktap_set_plan 9
+ktap_set_plan 11
 
 # row ROUND ROW NONE MQ-DEADLINE KYBER BFQ KVBATCH: one round of a deep
 # row, as kvsuite's deep() writes it.
@@ -134,6 +134,15 @@ else
 fi
 ktap_check "a kernel with no finished run: exit 1, named" \
 	exits 1 'no finished run for 6.99.1-none' "$tmp/bench" 6.99.1-none
+# A good kernel before the missing one: nothing written for it either
+# (its summary.json was, before 2026-12-01); a kernel named twice.
+rm -f "$tmp/bench/$k/summary.json"
+ktap_check "a good kernel, then one with no run: exit 1, nothing written" \
+	sh -c "'$report' '$tmp/bench' '$k' 6.99.1-none > /dev/null 2>&1;
+		[ \$? = 1 ] && [ ! -e '$tmp/bench/$k/summary.json' ] &&
+		[ ! -e '$tmp/bench/bench.json' ]"
+ktap_check "a kernel named twice: exit 2 with the usage" \
+	exits 2 '^usage: tools/kvreport ' "$tmp/bench" "$k" "$k"
 # Last: the points below read its report.
 ktap_check "the fixture reports" exits 0 '' "$tmp/bench" "$k"
 
