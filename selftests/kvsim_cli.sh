@@ -108,6 +108,24 @@ for s in nullb-kvbatch nullb-mq-deadline; do
 	ktap_check "kvsim runs the converted sample $s" \
 		sh -c "'$kvsim' --trace '$samples/$s.trace' --html '$tmp/$s.html' | grep -q '^check: every scheduler'"
 done
+# kvtrace2sim's bad arguments: the usage and exit 2, nothing written.
+# Since 2026-12-01 a --dev not MAJ,MIN (which read the whole input and
+# ended "no complete request") and a depth or chunk kvsim would not read
+# (written with exit 0 and refused by kvsim).
+bad=0
+for args in "--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0" \
+	    "--queue-depth|99999999999999999999" "--chunk|99999999999" \
+	    "--dies|17" "--tier|7=bogus" "--bogus"; do
+	IFS='|' read -r -a argv <<< "$args"
+	"$conv" "${argv[@]}" "$samples/nullb-kvbatch.tracefs" > "$tmp/o" 2> "$tmp/e"
+	rc=$?
+	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: kvtrace2sim' "$tmp/e"; then
+		echo "kvtrace2sim ${argv[*]}: exit $rc: $(tail -1 "$tmp/e")" | ktap_diag
+		bad=1
+	fi
+done
+ktap_check "kvtrace2sim: 9 bad argument lists exit 2 with the usage, write nothing" \
+	test $bad -eq 0
 # The kvbatch sample's batches are the recall's: 8 batches of 8 demand reads.
 ktap_check "kvtrace2sim: kvbatch's batches from kvbatch_dispatch (8 x 8 demand reads)" \
 	sh -c "awk '\$3 == \"demand\" { n[\$2]++ } END { for (b in n) if (n[b] != 8) exit 1; exit length(n) != 8 }' '$samples/nullb-kvbatch.trace'"
