@@ -56,7 +56,19 @@ done <<'EOF'
 --trace tail --bogus
 --random 0
 --list --trace tail
+--trace tail --tick 10us
+--trace tail --trace nosuch
+--trace tail --dump-trace
+--list
 EOF
+# An --html it cannot write, found before the run (after it, and the
+# report, until 2026-12-01).
+"$kvsim" --trace tail --html "$tmp/nosuch/out.html" > "$tmp/o" 2> "$tmp/e"
+rc=$?
+if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: kvsim' "$tmp/e"; then
+	echo "'--html $tmp/nosuch/out.html': exit $rc, stdout $(wc -c < "$tmp/o") bytes" | ktap_diag
+	bad=1
+fi
 ktap_check "bad arguments: exit 2, usage on stderr, nothing written" test $bad -eq 0
 
 "$kvsim" --trace "$tmp/missing" > "$tmp/o" 2> "$tmp/e"

@@ -16,6 +16,8 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "kvsim-html.h"
@@ -342,12 +344,32 @@ static const struct option kvsim_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
+/* Whether a file can be made or replaced at @path: its directory takes one. */
+static bool html_writable(const char *path)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+	struct stat st;
+
+	if (!stat(path, &st) && S_ISDIR(st.st_mode))
+		return false;
+	if (!slash)
+		return !access(".", W_OK);
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return false;
+	memcpy(dir, path, slash - path);
+	dir[slash == path ? 1 : slash - path] = '\0';
+	if (slash == path)
+		dir[0] = '/';
+	return !access(dir, W_OK);
+}
+
 int main(int argc, char **argv)
 {
 	const char *trace = NULL, *html = NULL;
 	struct kvsim_opts o = { .scheds = (1U << KVS_NR_SCHEDS) - 1 };
 	bool timeline = false, dump = false, list = false, builtin = false;
-	bool seeded = false;
+	bool seeded = false, tick = false;
 	u32 nrandom = 0, seed = 1;
 	char err[KVSIM_ERR_MAX];
 	struct kvsim_result r;
@@ -359,6 +381,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "h", kvsim_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TRACE:
+			if (trace)
+				usage_error("--trace given twice%s", "");
 			trace = optarg;
 			break;
 		case OPT_RANDOM:
@@ -392,6 +416,7 @@ int main(int argc, char **argv)
 			timeline = true;
 			break;
 		case OPT_TICK:
+			tick = true;
 			if (kvsim_parse_time(optarg, &o.tick) || !o.tick)
 				usage_error("--tick takes a time > 0 (e.g. "
 					    "10us): '%s'", optarg);
@@ -423,9 +448,13 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		usage_error("unexpected argument '%s'", argv[optind]);
+	/* Options that would be ignored are refused: a typo shows. */
+	if (tick && !timeline)
+		usage_error("--tick goes with --timeline%s", "");
 	if (list) {
-		if (trace || nrandom)
-			usage_error("--list takes no trace%s", "");
+		if (trace || nrandom || timeline || html || dump)
+			usage_error("--list takes no trace and writes no "
+				    "report%s", "");
 		list_builtins();
 		return 0;
 	}
@@ -433,6 +462,11 @@ int main(int argc, char **argv)
 		usage_error("give one of --trace or --random%s", "");
 	if (seeded && !nrandom)
 		usage_error("--seed goes with --random%s", "");
+	if (dump && (timeline || html))
+		usage_error("--dump-trace writes the trace, no report%s", "");
+	/* Written after the run: a place it cannot be written to fails now. */
+	if (html && !html_writable(html))
+		usage_error("--html: cannot write '%s'", html);
 
 	kvsim_trace_init(&t);
 	err[0] = '\0';
