@@ -50,7 +50,8 @@ static uint64_t parse_u64(const char *s, const char *what)
 
 	errno = 0;
 	v = strtoull(s, &end, 0);
-	if (errno || end == s || *end || s[0] == '-') {
+	/* Digits from the first byte: strtoull() skips blanks and takes a sign. */
+	if (errno || end == s || *end || s[0] < '0' || s[0] > '9') {
 		fprintf(stderr, "kvb_seqio: bad %s '%s'\n", what, s);
 		usage(NULL);
 	}
@@ -93,7 +94,7 @@ int main(int argc, char **argv)
 {
 	struct opts o = { .bs = 4096, .depth = 32, .seed = 1 };
 	struct io_uring ring;
-	uint64_t next = 0, done = 0, bad = 0;
+	uint64_t next = 0, done = 0, bad = 0, v;
 	unsigned int inflight = 0, i;
 	uint64_t *slots_off;
 	char *bufs;
@@ -111,8 +112,18 @@ int main(int argc, char **argv)
 		case 'd': o.dev = optarg; break;
 		case 'o': o.offset = parse_u64(optarg, "offset"); break;
 		case 'n': o.blocks = parse_u64(optarg, "block count"); break;
-		case 'b': o.bs = parse_u64(optarg, "block size"); break;
-		case 'q': o.depth = parse_u64(optarg, "depth"); break;
+		case 'b':
+			v = parse_u64(optarg, "block size");
+			if (v > 1 << 20)
+				usage("block size must be at most 1 MiB");
+			o.bs = v;
+			break;
+		case 'q':
+			v = parse_u64(optarg, "depth");
+			if (v > 1024)
+				usage("depth must be 1..1024");
+			o.depth = v;
+			break;
 		case 'r': o.reverse = true; break;
 		case 's': o.seed = parse_u64(optarg, "seed"); break;
 		default: usage(NULL);

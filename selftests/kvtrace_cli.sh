@@ -226,4 +226,32 @@ done
 ktap_check "recall: 14 bad argument lists exit 2 with the usage, before the device" \
 	test $bad -eq 0
 
+# --- the selftests' I/O helpers: bad arguments before the device ---------
+# (kvb_seqio cut -b and -q to 32 bits and took a seed with a leading
+# blank, kvb_uring_mix cut -p, before 2026-12-01.)
+if make -s --no-print-directory -C "$top" selftests-bin > "$tmp/sbin.log" 2>&1; then
+	bad=0
+	for args in "kvb_seqio|write|-d|x|-n|1|-b|4294967808" \
+		    "kvb_seqio|write|-d|x|-n|1|-q|4294967297" \
+		    "kvb_seqio|write|-d|x|-n|1|-s| -1" "kvb_seqio|write|-d|x|-n|1|-q|0" \
+		    "kvb_seqio|write|-d|x" "kvb_seqio|bogus" \
+		    "kvb_uring_mix|-d|x|-p|4294967296|w:0:4096" \
+		    "kvb_uring_mix|-d|x|-p|256|w:0:4096" "kvb_uring_mix|-d|x|d:1:4096" \
+		    "kvb_uring_mix|-d|x|w:0:2097152" "kvb_uring_mix|-d|x|z:0:4096" \
+		    "kvb_uring_mix|-d|x"; do
+		IFS='|' read -r -a argv <<< "$args"
+		"$top/build/selftests/${argv[0]}" "${argv[@]:1}" > "$tmp/o" 2> "$tmp/e"
+		rc=$?
+		if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q "^usage: ${argv[0]}" "$tmp/e"; then
+			echo "${argv[*]}: exit $rc: $(head -1 "$tmp/e")" | ktap_diag
+			bad=1
+		fi
+	done
+	ktap_check "kvb_seqio, kvb_uring_mix: 12 bad argument lists exit 2 with the usage" \
+		test $bad -eq 0
+else
+	ktap_diag < "$tmp/sbin.log"
+	ktap_test_fail "the selftest helpers build"
+fi
+
 ktap_finished
