@@ -138,6 +138,23 @@ for args in "--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0" \
 done
 ktap_check "kvtrace2sim: 9 bad argument lists exit 2 with the usage, write nothing" \
 	test $bad -eq 0
+# kvrecord's bad arguments, refused before it touches tracefs (a bad -b
+# was found after the trace had been cleared and switched off, before
+# 2026-12-01).
+bad=0
+for args in "-b|abc" "-b|0" "-b|32" "-b|99999999999" "-d|../x"; do
+	IFS='|' read -r -a argv <<< "$args"
+	"$top/tools/kvsim/kvrecord" -d nullb0 -o "$tmp/rec.txt" "${argv[@]}" -- true \
+		> "$tmp/o" 2> "$tmp/e"
+	rc=$?
+	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || [ -e "$tmp/rec.txt" ] ||
+	   ! grep -q '^usage: kvrecord' "$tmp/e"; then
+		echo "kvrecord ${argv[*]}: exit $rc: $(head -1 "$tmp/e")" | ktap_diag
+		bad=1
+	fi
+done
+ktap_check "kvrecord: 5 bad argument lists exit 2 with the usage, before tracefs" \
+	test $bad -eq 0
 # The kvbatch sample's batches are the recall's: 8 batches of 8 demand reads.
 ktap_check "kvtrace2sim: kvbatch's batches from kvbatch_dispatch (8 x 8 demand reads)" \
 	sh -c "awk '\$3 == \"demand\" { n[\$2]++ } END { for (b in n) if (n[b] != 8) exit 1; exit length(n) != 8 }' '$samples/nullb-kvbatch.trace'"
