@@ -95,6 +95,7 @@ ktap_check "kvinsns.py: a module scheduler's (kyber's) own functions are its mod
 	grep -qE "^the scheduler's own functions +100 +100 +100\$" "$tmp/fix.out"
 # Its bad arguments: the usage and exit 2, not a traceback (a missing
 # directory, -h and a TOP of 0 gave one before 2026-12-01).
+# shellcheck disable=SC2317 # called through ktap_check
 kvinsns_refuses() {
 	local args
 
