@@ -70,6 +70,33 @@ ktap_check() {
 	fi
 }
 
+# cli_refuses USAGE_RE LISTS -- COMMAND [ARGS...]: for each list in the
+# array named LISTS (arguments separated by '|', a trailing '|' giving an
+# empty last one), COMMAND ARGS... LIST... must exit 2 with nothing on
+# stdout and a line matching USAGE_RE on stderr: the host tests' check
+# that a tool refuses bad arguments. A diagnostic names each list that is
+# not refused so; true if every one is.
+cli_refuses() {
+	local re=$1 lists=$2 args rc ok=0 out err
+	local -a argv
+
+	shift 3
+	out=$(mktemp) err=$(mktemp)
+	local -n _cli_lists=$lists
+	for args in "${_cli_lists[@]}"; do
+		IFS='|' read -r -a argv <<< "$args"
+		[ "${args: -1}" != "|" ] || argv+=("")
+		"$@" "${argv[@]}" > "$out" 2> "$err"
+		rc=$?
+		if [ $rc != 2 ] || [ -s "$out" ] || ! grep -q -- "$re" "$err"; then
+			ktap_print_msg "not refused (exit $rc): ${*##*/} ${argv[*]}: $(head -n 1 "$err")"
+			ok=1
+		fi
+	done
+	rm -f "$out" "$err"
+	return $ok
+}
+
 # ktap_print_msg TEXT: a diagnostic line.
 ktap_print_msg() {
 	echo "# $*"

@@ -95,23 +95,12 @@ ktap_check "kvinsns.py: a module scheduler's (kyber's) own functions are its mod
 	grep -qE "^the scheduler's own functions +100 +100 +100\$" "$tmp/fix.out"
 # Its bad arguments: the usage and exit 2, not a traceback (a missing
 # directory, -h and a TOP of 0 gave one before 2026-12-01).
-# shellcheck disable=SC2317 # called through ktap_check
-kvinsns_refuses() {
-	local args
-
-	for args in "/nonexistent" "-h" "$tmp/prof-fix|0" "$tmp/prof-fix|x" \
-		    "$tmp/prof-fix|1|2" "$tmp"; do
-		IFS='|' read -r -a argv <<< "$args"
-		python3 "$top/tools/lib/kvinsns.py" "${argv[@]}" > "$tmp/o" 2> "$tmp/e"
-		[ $? = 2 ] && [ ! -s "$tmp/o" ] &&
-			grep -q '^usage: tools/lib/kvinsns.py ' "$tmp/e" || {
-			echo "# kvinsns.py ${argv[*]}: $(tail -1 "$tmp/e")"
-			return 1
-		}
-	done
-}
+# shellcheck disable=SC2034 # read by cli_refuses()
+insns_bad=("/nonexistent" "-h" "$tmp/prof-fix|0" "$tmp/prof-fix|x"
+	   "$tmp/prof-fix|1|2" "$tmp")
 ktap_check "kvinsns.py: 6 bad argument lists exit 2 with the usage" \
-	kvinsns_refuses
+	cli_refuses '^usage: tools/lib/kvinsns.py ' insns_bad -- \
+		python3 "$top/tools/lib/kvinsns.py"
 
 # A patch that adds a modinfo field, to find in its module.
 mkdir -p "$tmp/a" "$tmp/b"

@@ -115,20 +115,12 @@ ktap_check "kvsuite: 20 bad argument lists exit 2 with the usage" test $bad = 0
 # an unknown scheduler in -S (which loaded modules and switched first)
 # and an -o it could not write (found after every round had run).
 if [ "$(id -u)" = 0 ] && mknod "$tmp/blk" b 7 250 2> /dev/null; then
-	bad=0
-	for args in "-n|3" "-n|x" "-R|0" "-S|kvbatch" "-S|none none" \
-		    "-S|foo bar" "-S|kvbatch foo" "-o|/nonexistent/x.json" \
-		    "-o|$tmp" "--bogus"; do
-		IFS='|' read -r -a argv <<< "$args"
-		timeout 20 "$top/tools/kvcompare" -d "$tmp/blk" "${argv[@]}" \
-			> "$tmp/o" 2> "$tmp/e"
-		rc=$?
-		if [ $rc != 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: tools/kvcompare ' "$tmp/e"; then
-			echo "# not refused as expected (exit $rc): tools/kvcompare ${argv[*]}: $(head -1 "$tmp/e")"
-			bad=$((bad + 1))
-		fi
-	done
-	ktap_check "kvcompare: 10 bad argument lists exit 2 with the usage" test $bad = 0
+	# shellcheck disable=SC2034 # read by cli_refuses()
+	cmp_bad=("-n|3" "-n|x" "-R|0" "-S|kvbatch" "-S|none none" "-S|foo bar"
+		 "-S|kvbatch foo" "-o|/nonexistent/x.json" "-o|$tmp" "--bogus")
+	ktap_check "kvcompare: 10 bad argument lists exit 2 with the usage" \
+		cli_refuses '^usage: tools/kvcompare ' cmp_bad -- \
+			timeout 20 "$top/tools/kvcompare" -d "$tmp/blk"
 else
 	ktap_test_skip "kvcompare's bad arguments: no block device node (needs root)"
 fi

@@ -124,37 +124,22 @@ done
 # Since 2026-12-01 a --dev not MAJ,MIN (which read the whole input and
 # ended "no complete request") and a depth or chunk kvsim would not read
 # (written with exit 0 and refused by kvsim).
-bad=0
-for args in "--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0" \
-	    "--queue-depth|99999999999999999999" "--chunk|99999999999" \
-	    "--dies|17" "--tier|7=bogus" "--bogus"; do
-	IFS='|' read -r -a argv <<< "$args"
-	"$conv" "${argv[@]}" "$samples/nullb-kvbatch.tracefs" > "$tmp/o" 2> "$tmp/e"
-	rc=$?
-	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: kvtrace2sim' "$tmp/e"; then
-		echo "kvtrace2sim ${argv[*]}: exit $rc: $(tail -1 "$tmp/e")" | ktap_diag
-		bad=1
-	fi
-done
+# shellcheck disable=SC2034 # read by cli_refuses()
+conv_bad=("--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0"
+	  "--queue-depth|99999999999999999999" "--chunk|99999999999"
+	  "--dies|17" "--tier|7=bogus" "--bogus")
 ktap_check "kvtrace2sim: 9 bad argument lists exit 2 with the usage, write nothing" \
-	test $bad -eq 0
+	cli_refuses '^usage: kvtrace2sim' conv_bad -- \
+		"$conv" "$samples/nullb-kvbatch.tracefs"
 # kvrecord's bad arguments, refused before it touches tracefs (a bad -b
 # was found after the trace had been cleared and switched off, before
 # 2026-12-01).
-bad=0
-for args in "-b|abc" "-b|0" "-b|32" "-b|99999999999" "-d|../x"; do
-	IFS='|' read -r -a argv <<< "$args"
-	"$top/tools/kvsim/kvrecord" -d nullb0 -o "$tmp/rec.txt" "${argv[@]}" -- true \
-		> "$tmp/o" 2> "$tmp/e"
-	rc=$?
-	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || [ -e "$tmp/rec.txt" ] ||
-	   ! grep -q '^usage: kvrecord' "$tmp/e"; then
-		echo "kvrecord ${argv[*]}: exit $rc: $(head -1 "$tmp/e")" | ktap_diag
-		bad=1
-	fi
-done
+# shellcheck disable=SC2034 # read by cli_refuses()
+rec_bad=("-b|abc|--|true" "-b|0|--|true" "-b|32|--|true"
+	 "-b|99999999999|--|true" "-d|../x|--|true")
 ktap_check "kvrecord: 5 bad argument lists exit 2 with the usage, before tracefs" \
-	test $bad -eq 0
+	cli_refuses '^usage: kvrecord' rec_bad -- \
+		"$top/tools/kvsim/kvrecord" -d nullb0 -o "$tmp/rec.txt"
 # The kvbatch sample's batches are the recall's: 8 batches of 8 demand reads.
 ktap_check "kvtrace2sim: kvbatch's batches from kvbatch_dispatch (8 x 8 demand reads)" \
 	sh -c "awk '\$3 == \"demand\" { n[\$2]++ } END { for (b in n) if (n[b] != 8) exit 1; exit length(n) != 8 }' '$samples/nullb-kvbatch.trace'"

@@ -210,45 +210,30 @@ ktap_check "kvbench --trace --from: earlier requests only warm the tiers" \
 		new=4 batches=2 owed=4 errors=0
 
 # --- recall, the tagging example: bad arguments before the device --------
-recall=$top/build/tools/recall
-bad=0
-for args in "x" "x|1" "x|1|8|4096|y" "x|0|8" "x|1024|8" "x|5x|8" "x| 5|8" \
-	    "x|-1|8" "x|1|0" "x|1|257" "x|1|8|5000" "x|1|8|4096junk" \
-	    "x|1|8|2097152" "x|1|8|0"; do
-	IFS='|' read -r -a argv <<< "$args"
-	"$recall" "${argv[@]}" > "$tmp/o" 2> "$tmp/e"
-	rc=$?
-	if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: recall' "$tmp/e"; then
-		echo "recall ${argv[*]}: exit $rc: $(tail -1 "$tmp/e")" | ktap_diag
-		bad=1
-	fi
-done
+# shellcheck disable=SC2034 # read by cli_refuses()
+recall_bad=("x" "x|1" "x|1|8|4096|y" "x|0|8" "x|1024|8" "x|5x|8" "x| 5|8"
+	    "x|-1|8" "x|1|0" "x|1|257" "x|1|8|5000" "x|1|8|4096junk"
+	    "x|1|8|2097152" "x|1|8|0")
 ktap_check "recall: 14 bad argument lists exit 2 with the usage, before the device" \
-	test $bad -eq 0
+	cli_refuses '^usage: recall' recall_bad -- "$top/build/tools/recall"
 
 # --- the selftests' I/O helpers: bad arguments before the device ---------
 # (kvb_seqio cut -b and -q to 32 bits and took a seed with a leading
 # blank, kvb_uring_mix cut -p, before 2026-12-01.)
 if make -s --no-print-directory -C "$top" selftests-bin > "$tmp/sbin.log" 2>&1; then
-	bad=0
-	for args in "kvb_seqio|write|-d|x|-n|1|-b|4294967808" \
-		    "kvb_seqio|write|-d|x|-n|1|-q|4294967297" \
-		    "kvb_seqio|write|-d|x|-n|1|-s| -1" "kvb_seqio|write|-d|x|-n|1|-q|0" \
-		    "kvb_seqio|write|-d|x" "kvb_seqio|bogus" \
-		    "kvb_uring_mix|-d|x|-p|4294967296|w:0:4096" \
-		    "kvb_uring_mix|-d|x|-p|256|w:0:4096" "kvb_uring_mix|-d|x|d:1:4096" \
-		    "kvb_uring_mix|-d|x|w:0:2097152" "kvb_uring_mix|-d|x|z:0:4096" \
-		    "kvb_uring_mix|-d|x"; do
-		IFS='|' read -r -a argv <<< "$args"
-		"$top/build/selftests/${argv[0]}" "${argv[@]:1}" > "$tmp/o" 2> "$tmp/e"
-		rc=$?
-		if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q "^usage: ${argv[0]}" "$tmp/e"; then
-			echo "${argv[*]}: exit $rc: $(head -1 "$tmp/e")" | ktap_diag
-			bad=1
-		fi
-	done
-	ktap_check "kvb_seqio, kvb_uring_mix: 12 bad argument lists exit 2 with the usage" \
-		test $bad -eq 0
+	# shellcheck disable=SC2034 # read by cli_refuses()
+	seqio_bad=("write|-d|x|-n|1|-b|4294967808" "write|-d|x|-n|1|-q|4294967297"
+		   "write|-d|x|-n|1|-s| -1" "write|-d|x|-n|1|-q|0" "write|-d|x"
+		   "bogus")
+	# shellcheck disable=SC2034 # read by cli_refuses()
+	mix_bad=("-d|x|-p|4294967296|w:0:4096" "-d|x|-p|256|w:0:4096"
+		 "-d|x|d:1:4096" "-d|x|w:0:2097152" "-d|x|z:0:4096" "-d|x")
+	ktap_check "kvb_seqio: 6 bad argument lists exit 2 with the usage" \
+		cli_refuses '^usage: kvb_seqio' seqio_bad -- \
+			"$top/build/selftests/kvb_seqio"
+	ktap_check "kvb_uring_mix: 6 bad argument lists exit 2 with the usage" \
+		cli_refuses '^usage: kvb_uring_mix' mix_bad -- \
+			"$top/build/selftests/kvb_uring_mix"
 else
 	ktap_diag < "$tmp/sbin.log"
 	ktap_test_fail "the selftest helpers build"
