@@ -207,9 +207,12 @@ ktap_check "both writes are on the device" verify_merge
 head -c 32768 /dev/urandom > "$KVB_SCRATCH/chain-a.bin"
 head -c 32768 /dev/urandom > "$KVB_SCRATCH/chain-b.bin"
 head -c 4096 /dev/urandom > "$KVB_SCRATCH/chain-x.bin"
+# Without writeback throttling off, B's writeback would wait for X (the
+# 7.3 debug kernel refused the write: EPERM): the chain is not tried.
+wbt_file=/sys/block/$dev/queue/wbt_lat_usec
+wbt=$(cat "$wbt_file" 2>/dev/null)
+if [ -n "$wbt" ] && { echo 0 > "$wbt_file"; } 2>/dev/null; then
 echo 0 > $iosched/front_merges
-wbt=$(cat /sys/block/$dev/queue/wbt_lat_usec)
-echo 0 > /sys/block/$dev/queue/wbt_lat_usec
 start_demand 32 || log "demand did not start"
 res=none
 for try in 1 2 3; do
@@ -235,7 +238,7 @@ fi
 stop_demand
 sync
 echo 1 > $iosched/front_merges
-echo "$wbt" > /sys/block/$dev/queue/wbt_lat_usec
+echo "$wbt" > "$wbt_file"
 # shellcheck disable=SC2317
 verify_chain() {
 	[ "$res" != none ] &&
@@ -247,6 +250,12 @@ verify_chain() {
 		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
 }
 ktap_check "the three writes of the chain are on the device" verify_chain
+else
+	ktap_test_skip "a sync write merged down a chain of deferred writes" \
+		"writeback throttling cannot be turned off here (wbt_lat_usec)"
+	ktap_test_skip "the three writes of the chain are on the device" \
+		"writeback throttling cannot be turned off here (wbt_lat_usec)"
+fi
 
 # A small pool: write_defer_max is held to half of async_depth.
 echo 16 > /sys/block/$dev/queue/nr_requests
