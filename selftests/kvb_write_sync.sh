@@ -212,44 +212,44 @@ head -c 4096 /dev/urandom > "$KVB_SCRATCH/chain-x.bin"
 wbt_file=/sys/block/$dev/queue/wbt_lat_usec
 wbt=$(cat "$wbt_file" 2>/dev/null)
 if [ -n "$wbt" ] && { echo 0 > "$wbt_file"; } 2>/dev/null; then
-echo 0 > $iosched/front_merges
-start_demand 32 || log "demand did not start"
-res=none
-for try in 1 2 3; do
-	cbase=$((300 + (try - 1) * 200))
-	promoted=$(kvb_stat $dev promoted)
-	async_write "$KVB_SCRATCH/chain-x.bin" $(((cbase + 100) * 4096))
-	async_write "$KVB_SCRATCH/chain-b.bin" $(((cbase + 8) * 4096))
-	async_write "$KVB_SCRATCH/chain-a.bin" $((cbase * 4096))
-	if ! wait_deferred 3; then
-		log "try $try: $(write_queued) deferred writes seen, not 3; again"
-		continue
+	echo 0 > $iosched/front_merges
+	start_demand 32 || log "demand did not start"
+	res=none
+	for try in 1 2 3; do
+		cbase=$((300 + (try - 1) * 200))
+		promoted=$(kvb_stat $dev promoted)
+		async_write "$KVB_SCRATCH/chain-x.bin" $(((cbase + 100) * 4096))
+		async_write "$KVB_SCRATCH/chain-b.bin" $(((cbase + 8) * 4096))
+		async_write "$KVB_SCRATCH/chain-a.bin" $((cbase * 4096))
+		if ! wait_deferred 3; then
+			log "try $try: $(write_queued) deferred writes seen, not 3; again"
+			continue
+		fi
+		sync_after $((cbase + 16)) 3 && break
+	done
+	if [ "$res" != none ]; then
+		ms=${res%% *}
+		log "sync write after two deferred writes: $ms ms (deferred writes queued before it: ${res#* }; promoted $((promoted)) -> $(kvb_stat $dev promoted))"
+		ktap_check "a sync write merged down a chain of deferred writes takes $ms ms (< $limit_ms)" \
+			test "$ms" -lt $limit_ms
+	else
+		ktap_test_fail "three deferred writes never queued at once"
 	fi
-	sync_after $((cbase + 16)) 3 && break
-done
-if [ "$res" != none ]; then
-	ms=${res%% *}
-	log "sync write after two deferred writes: $ms ms (deferred writes queued before it: ${res#* }; promoted $((promoted)) -> $(kvb_stat $dev promoted))"
-	ktap_check "a sync write merged down a chain of deferred writes takes $ms ms (< $limit_ms)" \
-		test "$ms" -lt $limit_ms
-else
-	ktap_test_fail "three deferred writes never queued at once"
-fi
-stop_demand
-sync
-echo 1 > $iosched/front_merges
-echo "$wbt" > "$wbt_file"
-# shellcheck disable=SC2317
-verify_chain() {
-	[ "$res" != none ] &&
-	dd if="/dev/$dev" bs=4k skip="$cbase" count=8 iflag=direct status=none |
-		cmp -s - "$KVB_SCRATCH/chain-a.bin" &&
-	dd if="/dev/$dev" bs=4k skip=$((cbase + 8)) count=8 iflag=direct \
-		status=none | cmp -s - "$KVB_SCRATCH/chain-b.bin" &&
-	dd if="/dev/$dev" bs=4k skip=$((cbase + 16)) count=1 iflag=direct \
-		status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
-}
-ktap_check "the three writes of the chain are on the device" verify_chain
+	stop_demand
+	sync
+	echo 1 > $iosched/front_merges
+	echo "$wbt" > "$wbt_file"
+	# shellcheck disable=SC2317
+	verify_chain() {
+		[ "$res" != none ] &&
+		dd if="/dev/$dev" bs=4k skip="$cbase" count=8 iflag=direct status=none |
+			cmp -s - "$KVB_SCRATCH/chain-a.bin" &&
+		dd if="/dev/$dev" bs=4k skip=$((cbase + 8)) count=8 iflag=direct \
+			status=none | cmp -s - "$KVB_SCRATCH/chain-b.bin" &&
+		dd if="/dev/$dev" bs=4k skip=$((cbase + 16)) count=1 iflag=direct \
+			status=none | cmp -s - "$KVB_SCRATCH/sync.bin"
+	}
+	ktap_check "the three writes of the chain are on the device" verify_chain
 else
 	ktap_test_skip "a sync write merged down a chain of deferred writes" \
 		"writeback throttling cannot be turned off here (wbt_lat_usec)"
