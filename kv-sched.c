@@ -41,6 +41,7 @@
 #include <linux/ktime.h>
 #include <linux/rbtree.h>
 #include <linux/sbitmap.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/mm.h>
@@ -1490,25 +1491,35 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	struct elevator_queue *eq;
 	struct kvb_lane *lanes;
 	struct kvb_data *kd;
-	unsigned int cpu;
+	unsigned int cpu, noio;
 	void *mem;
 	int i;
 
+	/*
+	 * The queue is frozen: an elevator switch, or a rebuild of the
+	 * hardware contexts, which freezes every queue of the tag set.
+	 * Reclaim that wrote to one of them (swap on it, its dirty pages)
+	 * would wait for this very freeze. 7.3's freeze, and Debian 6.12's
+	 * sysfs store, open a no-I/O scope; 6.1 and 6.12's context rebuild
+	 * do not. A scope rather than GFP_NOIO: it also covers the core's
+	 * elevator_alloc() (up to 6.12) and alloc_percpu(), which take no
+	 * flags from us.
+	 */
+	noio = memalloc_noio_save();
 	eq = kvb_elevator_alloc(q, arg);
-	if (!eq)
-		return -ENOMEM;
-
 	kd = kzalloc_node(sizeof(*kd), GFP_KERNEL, q->node);
 	mem = kvzalloc_node(kvp_size(nr), GFP_KERNEL, q->node);
 	pcpu = alloc_percpu(struct kvb_pcpu);
 	lanes = kcalloc_node(max(q->nr_hw_queues, 1U), sizeof(*lanes),
 			     GFP_KERNEL, q->node);
-	if (!kd || !mem || !pcpu || !lanes) {
+	if (!eq || !kd || !mem || !pcpu || !lanes) {
+		memalloc_noio_restore(noio);
 		kfree(lanes);
 		free_percpu(pcpu);
 		kvfree(mem);
 		kfree(kd);
-		kvb_elevator_free(eq);
+		if (eq)
+			kvb_elevator_free(eq);
 		return -ENOMEM;
 	}
 	for_each_possible_cpu(cpu)
@@ -1530,6 +1541,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->sort[WRITE] = RB_ROOT;
 	kd->dsort = RB_ROOT;
 	kd->ps = kvp_init(mem, nr);
+	memalloc_noio_restore(noio);
 	kd->ps->dev = q->disk ? disk_devt(q->disk) : 0;
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;

@@ -13,7 +13,7 @@ kvb_require_cmd modinfo insmod rmmod depmod fio
 [ -f "$KVB_KO" ] || ktap_exit_skip "no module at $KVB_KO (run make)"
 
 ktap_print_header
-ktap_set_plan 12
+ktap_set_plan 13
 
 kvb_nullb_setup || log "null_blk unavailable; testing nvme0n1 only"
 mapfile -t disks < <(kvb_test_disks)
@@ -139,6 +139,55 @@ unknown_refused() {
 }
 ktap_check "an unknown scheduler name is refused and changes nothing" unknown_refused
 
+# init_sched() allocates while the core has the queue frozen: an elevator
+# switch, and a rebuild of the hardware contexts, which freezes every
+# queue of the tag set and switches the elevator off and on. Reclaim that
+# wrote to one of those disks there (swap on it, its dirty pages) would
+# wait for the freeze it is part of, so kvbatch sets itself up in a
+# memalloc_noio scope. The core opens one for a switch through sysfs on
+# 7.3 and Debian's 6.12, but not for a rebuild there, nor for either on
+# 6.1. Seen from the policy core's init, which runs after the
+# allocations, inside the scope: a configfs null_blk selects kvbatch,
+# then its submit_queues changes.
+noio_init() {
+	local out=$KVB_SCRATCH/noio.out c=/sys/kernel/config/nullb/kvbnoio
+	local pid i io rc=0
+
+	bpftrace -e 'kprobe:kvp_init {
+		if (curtask->flags & 0x80000) { @noio = count(); }
+		else { @io = count(); } }' > "$out" 2>&1 &
+	pid=$!
+	for i in $(seq 240); do
+		kvb_has_line "$out" Attach && break
+		kill -0 "$pid" 2>/dev/null || break
+		kvb_sleep 0.5
+	done
+	if kvb_cfs_nullb kvbnoio size=64 submit_queues=2; then
+		echo 1 > "$c/submit_queues" || { log "submit_queues 1 refused"; rc=1; }
+		[ "$(kvb_sched_of kvbnoio)" = kvbatch ] ||
+			{ log "kvbatch not selected after the rebuild"; rc=1; }
+		echo 0 > "$c/power"
+		rmdir "$c"
+	else
+		rc=1
+	fi
+	kvb_bpftrace_stop "$pid" || rc=1
+	log "kvp_init: $(grep '^@' "$out" | tr '\n' ' ')"
+	# bpftrace may print a map that was never incremented, as 0.
+	io=$(awk '$1 == "@io:" { print $2 }' "$out")
+	[ $rc = 0 ] && [ "$(awk '$1 == "@noio:" { print $2 }' "$out")" = 2 ] &&
+		[ "${io:-0}" = 0 ]
+}
 kvb_load
+if ! command -v bpftrace > /dev/null; then
+	ktap_test_skip "kvbatch sets itself up without I/O from reclaim" "no bpftrace"
+elif modprobe null_blk nr_devices=0 2>/dev/null && kvb_configfs &&
+     grep -qw submit_queues /sys/kernel/config/nullb/features 2>/dev/null; then
+	ktap_check "kvbatch sets itself up without I/O from reclaim (memalloc_noio), on a switch and a context rebuild" \
+		noio_init
+else
+	ktap_test_skip "kvbatch sets itself up without I/O from reclaim" \
+		"no null_blk configfs with submit_queues"
+fi
 kvb_nullb_teardown
 ktap_finished
