@@ -1335,9 +1335,12 @@ static u32 kvb_depth_ceiling(struct request_queue *q, unsigned int depth)
 
 	if (blk_mq_is_shared_tags(set->flags))
 		return min(depth, hw);
-	/* Polled queues carry only polled I/O, which kvbatch never sees. */
+	/*
+	 * Polled queues carry only polled I/O, which kvbatch never sees; a
+	 * context no CPU maps to has no driver tags and takes no request.
+	 */
 	queue_for_each_hw_ctx(q, hctx, i)
-		nr += hctx->type != HCTX_TYPE_POLL;
+		nr += hctx->tags && hctx->type != HCTX_TYPE_POLL;
 	return min(depth, hw) * max(nr, 1U);
 }
 
@@ -1401,9 +1404,14 @@ static void kvb_depth_updated(KVB_DEPTH_ARG_T arg)
 	unsigned int depth = 0;
 	unsigned long i;
 
-	/* All hardware contexts share one nr_requests; take the largest. */
+	/*
+	 * All hardware contexts share one nr_requests; take the largest.
+	 * Up to 6.12 the core resizes only contexts with driver tags: one
+	 * no CPU maps to has none (blk_mq_map_swqueue()) and keeps the old
+	 * depth, which is not what requests get.
+	 */
 	queue_for_each_hw_ctx(q, hctx, i) {
-		if (!hctx->sched_tags)
+		if (!hctx->sched_tags || !hctx->tags)
 			continue;
 		depth = max(depth, kvb_sched_depth(hctx));
 		kvb_set_min_shallow_depth(q, hctx);

@@ -20,7 +20,7 @@ kvb_require_cmd fio python3
 # the submitters ahead of it.
 svc_ns=5000000
 kvb_debug_kernel && svc_ns=20000000
-kvb_begin_nullb 4 submit_queues=2 hw_queue_depth=8 irqmode=2 \
+kvb_begin_nullb 5 submit_queues=2 hw_queue_depth=8 irqmode=2 \
 	completion_nsec=$svc_ns
 
 d=nullb0
@@ -95,4 +95,42 @@ ktap_check "accounting balances (inserted = completed + merged)" \
 
 kvb_set_sched "$d" none
 kvb_nullb_teardown
+
+# A hardware context no CPU maps to has no driver tags, and up to 6.12 an
+# nr_requests change skips it: its scheduler tags keep the old depth.
+# kvbatch's pool, its async budget and its depth ceiling must follow the
+# contexts that take requests. Poll queues beyond the CPUs make such
+# contexts on null_blk; 6.12's queue mapping warns about them (and make
+# test fails on any warning), 7.3 reads nr_requests itself: 6.1 only.
+unmapped_depth() {
+	local dbg=/sys/kernel/debug/block/$d/sched/depth n pool async ceil h
+	local all=0 idle=0
+
+	n=$(($(nproc) + 2))
+	kvb_nullb_load submit_queues="$(nproc)" poll_queues=$n \
+		hw_queue_depth=64 || return 1
+	for h in /sys/kernel/debug/block/"$d"/hctx*; do
+		all=$((all + 1))
+		[ -n "$(cat "$h/tags")" ] || idle=$((idle + 1))
+	done
+	log "contexts without driver tags (no CPU): $idle of $all"
+	kvb_set_sched "$d" kvbatch || return 1
+	echo 256 > "/sys/block/$d/queue/nr_requests"
+	echo 16 > "/sys/block/$d/queue/nr_requests"
+	pool=$(awk '$1 == "nr_requests" { print $2 }' "$dbg")
+	async=$(awk '$1 == "async_depth" { print $2 }' "$dbg")
+	ceil=$(awk '$1 == "auto_ceiling" { print $2 }' "$dbg")
+	log "nr_requests 16: kvbatch's pool $pool, async_depth $async, ceiling $ceil"
+	kvb_set_sched "$d" none
+	kvb_nullb_teardown
+	# The ceiling: 16 per context of the $(nproc) that take requests
+	# (poll contexts carry only polled I/O, which kvbatch never sees).
+	[ "$pool" = 16 ] && [ "$async" = 12 ] && [ "$ceil" = $((16 * $(nproc))) ]
+}
+case $(uname -r) in
+6.1.*)	ktap_check "nr_requests lowered with contexts no CPU maps to: kvbatch's pool follows" \
+		unmapped_depth ;;
+*)	ktap_test_skip "nr_requests lowered with contexts no CPU maps to" \
+		"6.1 only (6.12's mapping warns, 7.3 has no such case)" ;;
+esac
 ktap_finished
