@@ -11,15 +11,21 @@
 # completions, keep far more requests outstanding than the tags: the
 # device completes 2 x 8 requests per completion time, and kvbatch must
 # get at least 85% of that through, as none does.
+#
+# The hold loses requests to a count, not to time: a request parked on
+# one queue's dispatch list holds a place the idle queue could use,
+# however slow the device. So the device is slow (20 ms completions, 800
+# IOPS): at 5 ms (3200 IOPS) the emulated guest's CPU was part of what
+# was measured, and kvbatch costs more CPU per request than none; this
+# test failed in the .ci/run of 662bcae (7.3 guest, guests side by
+# side). A debug kernel's guest is several times slower again.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
 kvb_require_cmd fio python3
 [ "$(nproc)" -ge 2 ] || ktap_exit_skip "needs two CPUs, the guest has $(nproc)"
-# A debug kernel's guest is several times slower: a slower device keeps
-# the submitters ahead of it.
-svc_ns=5000000
-kvb_debug_kernel && svc_ns=20000000
+svc_ns=20000000
+kvb_debug_kernel && svc_ns=40000000
 kvb_begin_nullb 5 submit_queues=2 hw_queue_depth=8 irqmode=2 \
 	completion_nsec=$svc_ns
 
