@@ -15,10 +15,11 @@
 # The hold loses requests to a count, not to time: a request parked on
 # one queue's dispatch list holds a place the idle queue could use,
 # however slow the device. So the device is slow (20 ms completions, 800
-# IOPS): at 5 ms (3200 IOPS) the emulated guest's CPU was part of what
-# was measured, and kvbatch costs more CPU per request than none; this
-# test failed in the .ci/run of 662bcae (7.3 guest, guests side by
-# side). A debug kernel's guest is several times slower again.
+# IOPS): what a round loses is the time the guest takes to answer each
+# completion, which grows with the host's load, and at 5 ms (3200 IOPS)
+# that was a large part of what was measured (this test failed in the
+# .ci/run of 662bcae, a 7.3 guest beside another). A debug kernel's
+# guest is several times slower again.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
