@@ -368,6 +368,15 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 	lockdep_assert_held(&kd->lock);
 
 	/*
+	 * The driver may start the command (as mq-deadline, say so): a
+	 * request it gives back unprepared comes through kvb_insert_request()
+	 * again, and a deferred write goes back into dsort, where a bio
+	 * ending at its first sector would find it for a front merge.
+	 * RQF_STARTED is one of RQF_NOMERGE_FLAGS: no merge reaches it.
+	 */
+	rq->rq_flags |= RQF_STARTED;
+
+	/*
 	 * A request we do not schedule was only put on the dispatch list. Its
 	 * hash and rb nodes may never have been initialised and, for a flush,
 	 * elv.priv shares storage with the flush machinery: touch nothing but
@@ -742,6 +751,7 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 		return false;
 	b = kvp_get_batch(kd->ps, kvb_rq_key(kd, rq), tier, now);
 	rq->elv.priv[1] = b;
+	rq->rq_flags |= RQF_STARTED;	/* as kvb_start_request() */
 	kvb_rq_set_state(rq, state | KVB_RQ_INFLIGHT | KVB_RQ_COUNTED);
 	list_add_tail(&rq->queuelist, direct);
 	kd->inflight++;
