@@ -5,8 +5,8 @@
 # a page hung on rq->special_vec, which shares storage with rq->rb_node.
 # When the command must be prepared again (here: scsi_debug answers UNMAP
 # with NOT READY, "asymmetric access state transition", for which the
-# SCSI midlayer, allowed no retries, unprepares the request and requeues it after a second),
-# sd frees that page and leaves the pointer; the request comes back
+# SCSI midlayer, allowed no retries, unprepares the request and requeues
+# it after a second), sd frees that page and leaves the pointer; the request comes back
 # through the elevator and kvbatch must not take the stale pointer for a
 # position in its sort trees. (A RECOVERED ERROR would not do: the
 # midlayer completes the whole discard.)
@@ -51,11 +51,10 @@ ktap_check "kvbatch on scsi_debug disk $disk ($hctl) with discard" test $ok = 1
 nr_inject=3
 injecting=0
 # The file's absence means a kernel before 6.7; a rule it refuses is a
-# failure, not an old kernel.
-# With retries left, the midlayer retries such a command as it is,
-# prepared, from the hardware queue's dispatch list (NEEDS_RETRY): only
-# once none are left does sd unprepare it and send it back through the
-# elevator. So no retries.
+# failure, not an old kernel. With retries left, the midlayer retries
+# such a command as it is, prepared, from the hardware queue's dispatch
+# list (NEEDS_RETRY): only once none are left does sd unprepare it and
+# send it back through the elevator. So no retries.
 if [ -e "$inject" ]; then
 	injecting=refused
 	echo 0 > "/sys/class/scsi_disk/$hctl/max_retries" &&
@@ -125,20 +124,6 @@ fio_rc=$?
 ktap_check "read/write load finished cleanly" test $fio_rc = 0
 ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$disk"
-# A request sent again from the hardware queue's dispatch list (a retry)
-# completes once and is dispatched once; one that came back through
-# kvbatch, twice.
-case $injecting in
-1)
-	again=$(($(kvb_stat "$disk" dispatched) - $(kvb_stat "$disk" completed)))
-	ktap_check "kvbatch dispatched the requeued UNMAPs again ($again of $nr_inject)" \
-		test "$again" -ge "$nr_inject" ;;
-refused)
-	ktap_test_fail "kvbatch dispatched the requeued UNMAPs again (no rule)" ;;
-*)
-	ktap_test_skip "kvbatch dispatched requeued UNMAPs again: no scsi_debug per-command error injection (before 6.7)" ;;
-esac
-
 # A request kvbatch has handed to the driver may have been started by
 # it: once requeued it must take no more bios (the block layer's
 # RQF_STARTED, which mq-deadline sets at dispatch, keeps any merge
@@ -213,19 +198,28 @@ PY
 	kvb_balanced "$disk"
 }
 
+# A request sent again from the hardware queue's dispatch list (a retry)
+# completes once and is dispatched once; one that came back through
+# kvbatch, twice.
 rw_merges=
+noinj="no scsi_debug per-command error injection (before 6.7)"
 case $injecting in
 1)
+	again=$(($(kvb_stat "$disk" dispatched) - $(kvb_stat "$disk" completed)))
+	ktap_check "kvbatch dispatched the requeued UNMAPs again ($again of $nr_inject)" \
+		test "$again" -ge "$nr_inject"
 	ktap_check "a deferred write requeued by sd, back in kvbatch behind a demand read" \
 		requeued_write
 	ktap_check "no bio merged into the requeued write (front merges: ${rw_merges:-?})" \
 		test "${rw_merges:-x}" = 0 ;;
 refused)
-	ktap_test_fail "scsi_debug took the WRITE error rule ($inject)"
+	ktap_test_fail "kvbatch dispatched the requeued UNMAPs again (no rule)"
+	ktap_test_fail "a deferred write requeued by sd (no rule)"
 	ktap_test_fail "no bio merged into the requeued write (no rule)" ;;
 *)
-	ktap_test_skip "a deferred write requeued by sd: no scsi_debug per-command error injection (before 6.7)"
-	ktap_test_skip "no bio merged into a requeued write: no scsi_debug per-command error injection (before 6.7)" ;;
+	ktap_test_skip "kvbatch dispatched requeued UNMAPs again: $noinj"
+	ktap_test_skip "a deferred write requeued by sd: $noinj"
+	ktap_test_skip "no bio merged into a requeued write: $noinj" ;;
 esac
 
 [ -w "$inject" ] && echo "- 2 0x42" > "$inject" 2>/dev/null
