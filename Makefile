@@ -84,8 +84,8 @@ else
   KVB_BLOCK_INC	:= $(KSRC_DIR)/block
 endif
 
-SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv_trace.h scripts
-CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-sched.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv_trace.h
+SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-defs.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h scripts
+CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-defs.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h
 
 .PHONY: all modules prepare all-kernels test test-extended test-debug soak \
 	unit demo bench \
@@ -163,9 +163,9 @@ DEB_FILES	:= $(SOURCES) Makefile dkms.conf debian udev modprobe.d
 DEB_STAGE	:= $(BUILD)/deb/kvbatch-$(DEB_VERSION)
 
 deb:
-	@v=$$(sed -n 's/^#define KVB_VERSION[[:space:]]*"\(.*\)"/\1/p' $(TOP)/kv-sched.h); \
+	@v=$$(sed -n 's/^#define KVB_VERSION[[:space:]]*"\(.*\)"/\1/p' $(TOP)/kv-defs.h); \
 	[ "$$v" = "$(DEB_VERSION)" ] || \
-		{ echo "kvbatch: versions disagree: kv-sched.h $$v, debian/changelog $(DEB_VERSION)" >&2; exit 1; }
+		{ echo "kvbatch: versions disagree: kv-defs.h $$v, debian/changelog $(DEB_VERSION)" >&2; exit 1; }
 	@grep -qx 'PACKAGE_VERSION="#MODULE_VERSION#"' $(TOP)/dkms.conf || \
 		{ echo "kvbatch: dkms.conf must leave PACKAGE_VERSION to dh_dkms: PACKAGE_VERSION=\"#MODULE_VERSION#\"" >&2; exit 1; }
 	rm -rf $(BUILD)/deb
@@ -194,6 +194,9 @@ endif
 SELFTEST_BINS	:= $(BUILD)/selftests/kvb_seqio $(BUILD)/selftests/kvb_failnth \
 		   $(BUILD)/selftests/kvb_firstwrite $(BUILD)/selftests/kvb_uring_mix
 USER_CFLAGS	:= -O2 -g -Wall -Wextra -Werror
+# What the C tools include from the tree: the policy core's headers and its
+# userspace shim (the top), and the tools' own (tools/include).
+TOOLS_CPPFLAGS	:= -I$(TOP) -I$(TOP)/tools/include
 
 selftests-bin: $(SELFTEST_BINS)
 
@@ -206,18 +209,18 @@ tools: $(TOOLS_BINS) kvsim
 
 # Built in place, tools/kvsim/kvsim, with the policy core from kv-policy.c.
 kvsim:
-	@$(MAKE) --no-print-directory -C $(TOP)/tools/kvsim CFLAGS="$(USER_CFLAGS)" O=$(BUILD)/tools/kvsim
+	@$(MAKE) --no-print-directory -C $(TOP)/tools/kvsim CFLAGS="$(USER_CFLAGS)" TOOLS_CPPFLAGS="$(TOOLS_CPPFLAGS)" O=$(BUILD)/tools/kvsim
 
 # kvbench --trace reads JSONL with json-c (libjson-c-dev, scripts/deps.txt).
 KVBENCH_SRCS	:= $(addprefix $(TOP)/tools/kvbench/,kvbench.c kvtier.c kvtrace.c)
 KVBENCH_HDRS	:= $(addprefix $(TOP)/tools/kvbench/,kvtier.h kvtrace.h) \
-		   $(TOP)/kv-ioprio.h $(addprefix $(TOP)/tools/include/,kv-rand.h kv-user.h)
+		   $(TOP)/kv-ioprio.h $(TOP)/kv-user.h $(TOP)/tools/include/kv-rand.h
 JSONC_CFLAGS	:= $(shell pkg-config --cflags json-c 2>/dev/null)
 JSONC_LIBS	:= $(or $(shell pkg-config --libs json-c 2>/dev/null),-ljson-c)
 
 $(BUILD)/tools/kvbench: $(KVBENCH_SRCS) $(KVBENCH_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) $(JSONC_CFLAGS) -o $@ $(KVBENCH_SRCS) -luring \
+	$(CC) $(USER_CFLAGS) $(TOOLS_CPPFLAGS) $(JSONC_CFLAGS) -o $@ $(KVBENCH_SRCS) -luring \
 		$(JSONC_LIBS) -lm
 
 $(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c

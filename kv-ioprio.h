@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * kv-ioprio.h: kvbatch's tag, the one definition shared by the policy
- * core (kv-policy.c, through kv-sched.h), the userspace tools (kvbench,
+ * core (kv-policy.c, through kv-defs.h), the userspace tools (kvbench,
  * kvsim, the tagging example tools/examples/recall.c) and the unit tests.
  * A request's tag is its Linux I/O priority, whose layout is ABI: class in
  * bits 13..15, hint in bits 3..12, level in bits 0..2. The policy core

@@ -38,7 +38,7 @@
 #include "kv-policy.h"
 
 #ifdef __KERNEL__
-#include "kv_trace.h"
+#include "kv-trace.h"
 #else
 /* Outside the kernel there are no tracepoints. */
 #define trace_kvbatch_batch_open(...)	do { } while (0)

@@ -20,7 +20,7 @@
 #include "kv-user.h"
 #endif
 
-#include "kv-sched.h"
+#include "kv-defs.h"
 
 enum kvp_batch_state {
 	KVP_BATCH_FREE,

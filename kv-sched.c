@@ -59,7 +59,7 @@
 #include "kv-elv.h"
 
 #define CREATE_TRACE_POINTS
-#include "kv_trace.h"
+#include "kv-trace.h"
 
 /* Batches per device; past this, requests share their tier's overflow. */
 static unsigned int max_batches = 256;

@@ -5,7 +5,7 @@
  *   KVB_TUNABLE(enum suffix, sysfs name, default, minimum, maximum)
  *
  * This list is the only place they are written. It has no include guard:
- * kv-sched.h includes it to make enum kvb_tunable, kv-policy.c the range
+ * kv-defs.h includes it to make enum kvb_tunable, kv-policy.c the range
  * table kvb_tunables[] (which the simulator and tools/kvsim's --tunables
  * read), and kv-sched.c the sysfs attributes, each with KVB_TUNABLE defined
  * its own way. Adding a tunable is one line here, what it means (in

@@ -13,7 +13,7 @@ source "$(dirname "$0")/lib.sh"
 krel=$(uname -r)
 deb=$(ls "$KVB_ROOT"/build/deb/kvbatch-dkms_*_all.deb 2>/dev/null | tail -1)
 ver=$(sed -n 's/^#define KVB_VERSION[[:space:]]*"\(.*\)"/\1/p' \
-	"$KVB_ROOT/kv-sched.h")
+	"$KVB_ROOT/kv-defs.h")
 udevd=/lib/systemd/systemd-udevd
 
 kvb_require_root

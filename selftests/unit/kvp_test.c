@@ -1812,7 +1812,7 @@ static bool test_tiers(void)
 		{ KV_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
 		  "NONE read" },
 		{ IOP_IDLE, false, true, KVB_TIER_PREFETCH, "IDLE read" },
-		/* kv-sched.h: IDLE -> PREFETCH; hints lift BE only. */
+		/* kv-defs.h: IDLE -> PREFETCH; hints lift BE only. */
 		{ KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 1, 7), false, true,
 		  KVB_TIER_PREFETCH, "IDLE+hint read" },
 		{ IOP_BE, true, false, KVB_TIER_WRITE, "async write" },

@@ -48,10 +48,9 @@
 #include <time.h>
 #include <unistd.h>
 
-/* tools/include, found from this file's directory. */
-#include "../../kv-ioprio.h"
-#include "../include/kv-rand.h"
-#include "../include/kv-user.h"
+#include "kv-ioprio.h"
+#include "kv-rand.h"
+#include "kv-user.h"
 #include "kvtier.h"
 #include "kvtrace.h"
 

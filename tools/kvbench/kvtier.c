@@ -10,7 +10,7 @@
  */
 #include <stdlib.h>
 
-#include "../include/kv-user.h"
+#include "kv-user.h"
 #include "kvtier.h"
 
 const char *const kvt_class_names[KVT_NR_CLASSES] = {

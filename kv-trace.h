@@ -12,7 +12,7 @@
 
 #include <linux/tracepoint.h>
 
-#include "kv-sched.h"
+#include "kv-defs.h"
 
 /*
  * Tiers and reasons are recorded as their names (kvb_tier_names[] and
@@ -155,5 +155,5 @@ TRACE_EVENT(kvbatch_depth,
 #undef TRACE_INCLUDE_PATH
 #define TRACE_INCLUDE_PATH .
 #undef TRACE_INCLUDE_FILE
-#define TRACE_INCLUDE_FILE kv_trace
+#define TRACE_INCLUDE_FILE kv-trace
 #include <trace/define_trace.h>

@@ -6,8 +6,8 @@
  * reasons (with the names debugfs and the tracepoints print for them),
  * and the histogram's buckets. The policy core's interface is kv-policy.h.
  */
-#ifndef _KV_SCHED_H
-#define _KV_SCHED_H
+#ifndef _KV_DEFS_H
+#define _KV_DEFS_H
 
 #ifdef __KERNEL__
 #include <linux/types.h>
@@ -86,4 +86,4 @@ enum kvb_reason {
 extern const char *const kvb_tier_names[KVB_NR_TIERS];
 extern const char *const kvb_reason_names[KVB_NR_REASONS];
 
-#endif /* _KV_SCHED_H */
+#endif /* _KV_DEFS_H */
