@@ -58,7 +58,20 @@ ifeq ($(origin KERNELRELEASE),undefined)
 endif
 KREL		:= $(KERNELRELEASE)
 KSERIES		:= $(shell echo '$(KREL)' | sed -n 's/^\([0-9]*\.[0-9]*\)[.-].*/\1/p')
-OBJDIR		:= $(BUILD)/$(KREL)
+
+# The module's name (Kbuild). Another than kvbatch builds a copy that
+# loads beside it (tools/kvab's variants) into build/renamed/NAME/KREL, so
+# that it never replaces build/KREL/kvbatch.ko. It names the elevator (at
+# most 15 characters) and the trace system (a C identifier).
+KVB_MODNAME	?= kvbatch
+ifeq ($(shell echo '$(KVB_MODNAME)' | grep -xE '[a-z][a-z0-9_]{0,14}'),)
+  $(error KVB_MODNAME '$(KVB_MODNAME)' is not 1-15 lower-case letters, digits or _, a letter first)
+endif
+ifeq ($(KVB_MODNAME),kvbatch)
+  OBJDIR	:= $(BUILD)/$(KREL)
+else
+  OBJDIR	:= $(BUILD)/renamed/$(KVB_MODNAME)/$(KREL)
+endif
 
 # A kernel whose build tree exists only in the Debian 13 root (7.3 on a
 # Debian 12 host) is built inside that root (scripts/in-root.sh), with
@@ -127,12 +140,13 @@ ifneq ($(IN_ROOT),)
 modules sparse checkpatch:
 	@echo "  ROOT    $@ for $(KREL) in $(IN_ROOT)"
 	@$(TOP)/scripts/in-root.sh $(IN_ROOT) $(TOP) make --no-print-directory \
-		KVB_IN_ROOT=1 KERNELRELEASE=$(KREL) \
+		KVB_IN_ROOT=1 KERNELRELEASE=$(KREL) KVB_MODNAME=$(KVB_MODNAME) \
 		$(if $(KVB_ALLOW_UNTESTED),KVB_ALLOW_UNTESTED=$(KVB_ALLOW_UNTESTED)) $@
 else
 modules: prepare
-	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) modules
-	@echo "  BUILT   $(OBJDIR)/kvbatch.ko"
+	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) \
+		KVB_MODNAME=$(KVB_MODNAME) modules
+	@echo "  BUILT   $(OBJDIR)/$(KVB_MODNAME).ko"
 endif
 
 all-kernels:
@@ -187,7 +201,7 @@ endif
 
 sparse: prepare
 	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) C=2 \
-		CHECK=sparse modules
+		CHECK=sparse KVB_MODNAME=$(KVB_MODNAME) modules
 endif
 
 # Userspace helpers the selftests run in the guest.

@@ -17,7 +17,17 @@
 
 #include "kv-ioprio.h"
 
-#define KVB_NAME	"kvbatch"
+/*
+ * The module's name, which its elevator, its alias and its trace system
+ * take: Kbuild's KVB_MODNAME, so that a copy built under another name
+ * loads beside kvbatch.
+ */
+#ifndef KVB_MODNAME
+#define KVB_MODNAME	kvbatch
+#endif
+#define KVB_STR(x)	#x
+#define KVB_XSTR(x)	KVB_STR(x)
+#define KVB_NAME	KVB_XSTR(KVB_MODNAME)
 #define KVB_VERSION	"0.2.0"
 
 /* The tunables (the list is kv-tunables.h): KVB_<NAME> indexes them. */

@@ -1763,7 +1763,7 @@ static struct elevator_type kvbatch_sched = {
 	.elevator_name		= KVB_NAME,
 	.elevator_owner		= THIS_MODULE,
 };
-MODULE_ALIAS("kvbatch-iosched");
+MODULE_ALIAS(KVB_NAME "-iosched");
 
 static int __init kvbatch_init(void)
 {

@@ -5,7 +5,7 @@
  * the block layer's events. Disabled tracepoints cost a patched-out branch.
  */
 #undef TRACE_SYSTEM
-#define TRACE_SYSTEM kvbatch
+#define TRACE_SYSTEM KVB_MODNAME
 
 #if !defined(_KV_TRACE_H) || defined(TRACE_HEADER_MULTI_READ)
 #define _KV_TRACE_H
