@@ -954,15 +954,16 @@ static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
 		 * held less (the load fell, or the limit was in force only
 		 * while demand was about), the window's throughput and service
 		 * time are the load's, which moves from window to window by
-		 * more than these margins: on a 6.12 guest's deep recall row,
-		 * 14 000 to 40 000 a second at one limit, and trials that held
-		 * back 17-31% of their completions were kept, one from 63 to
-		 * 31 at 20 000 a second where 63 had done 35 000-40 000 a few
-		 * windows before. A rate-throttled device whose load sits
-		 * under the trial's limit but for its pulses holds back more
-		 * (37% in the unit model), and its service time does fall with
-		 * the depth. Not keeping a trial costs only order, until one
-		 * that binds.
+		 * more than these margins: a deep recall load's rate at one
+		 * limit can vary by a factor of two or more between windows,
+		 * and a trial that held back up to nearly a third of its
+		 * completions could pass on the load's movement alone,
+		 * halving the depth at half the throughput the deeper limit
+		 * had shown a few windows before. A rate-throttled device
+		 * whose load sits under the trial's limit but for its pulses
+		 * holds back a little more than a third, and its service time
+		 * does fall with the depth: the bar lies between the two. Not
+		 * keeping a trial costs only order, until one that binds.
 		 */
 		if (d->bound * 3 < d->done) {
 			kvp_depth_verdict(d, false, 0, 0, &d->shrinks,
