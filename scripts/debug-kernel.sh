@@ -99,7 +99,7 @@ installed() {
 
 # bpftrace finds the kernel's headers through /lib/modules/<release>/source
 # and build; since 6.6 modules_install no longer makes the source link of an
-# O= build, so make it (also for kernels installed before this was added).
+# O= build, so make it (also for a cached kernel installed without it).
 # In the Debian 13 root both are relative, like Debian's own, so that they
 # resolve in the root from the host, in the chroot and in the guest.
 source_link() {

@@ -33,9 +33,9 @@ mapfile -t pkgs < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$list" | grep -v '^$
 # The private block headers come from linux-source-SERIES and must be the
 # exact source of the kernel image (scripts/ksrc-prepare.sh refuses any
 # other). The archive may carry a newer source upload than the image its
-# meta package depends on (on 2026-11-28 bookworm-security had
-# linux-source-6.1 6.1.192-3 beside linux-image-6.1.0-56-amd64 6.1.192-2,
-# and a fresh install took both newest): print each installed source that
+# meta package depends on (a security suite can have a linux-source-6.1
+# upload whose image is not there yet, and a fresh install then takes the
+# newest of each, which do not match): print each installed source that
 # differs from its image, as "package installed wanted image".
 source_pins() {
 	local meta dep img ver series src have
