@@ -7,8 +7,8 @@
 # trixie-root steps that record instead of installing): nothing on the
 # machine is read or changed. scripts/install-deps.sh --source-pins lists
 # a source whose version differs from the image its meta package depends
-# on (bookworm-security carried linux-source-6.1 6.1.192-3 beside the
-# 6.1.192-2 image on 2026-11-28, and a fresh make test failed on it), and
+# on (a security suite can carry a linux-source-6.1 upload newer than the
+# image, and a fresh make test cannot build against such a pair), and
 # nothing when they match; scripts/ksrc-prepare.sh refuses such a source
 # with the command that fixes it and creates nothing. Bad arguments exit 2
 # with the usage. selftests/run-all.sh runs it with the other host tests.

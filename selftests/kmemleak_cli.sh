@@ -8,8 +8,8 @@
 # object kvbatch allocated, one whose frame is a bare address in the range
 # an unloaded module occupied, and one that only its comm and hex dump
 # tie to kvbatch: the first by name, the second by range, never the
-# third. (The filter once matched 6.1's frames only, so on 6.12 and 7.3
-# no leak could ever be found.) Output is TAP (ktap_helpers.sh).
+# third. (A filter that matched 6.1's frames only would find no leak on
+# 6.12 and 7.3.) Output is TAP (ktap_helpers.sh).
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
 awkf=$top/selftests/kmemleak-ours.awk

@@ -15,11 +15,11 @@
 # the guest's CPU: nearly every arrival then finds the limit full or
 # requests queued before it, and is queued. So that part runs on null_blk
 # loaded again with 20 ms completions, 50 IOPS behind the limit, which any
-# guest outruns. (At 1 ms, 1000 IOPS, a 7.3 debug guest on a busy host
-# submitted 100 a second, and 79 of its 301 requests found the device idle
-# and went on arrival, as they should. At 8 and 1 ms a 7.3 debug guest
-# submitting 1600 kept fewer than 8 in flight most of the time, and 64% of
-# its requests found room on arrival.)
+# guest outruns. (At 1 ms, 1000 IOPS, a debug guest on a busy host submits
+# about a hundred a second, and a quarter of its requests find the device
+# idle and go on arrival, as they should. Behind a limit of 8 at 1 ms,
+# such a guest keeps fewer than 8 in flight most of the time, and most of
+# its requests find room on arrival.)
 #
 # The depth controller takes each service time from the request's issue
 # stamp (io_start_time_ns, which blk-mq keeps while the queue keeps I/O
@@ -161,12 +161,12 @@ kvb_nullb_teardown
 # is still selected, fio ran on and ended cleanly, and the disk did I/O
 # after the last change. fio must outlast the changes: each rebuild
 # freezes the queue and, on 6.12, switches the elevator off and on, which
-# took long enough in the 6.12 debug guest (2026-11-29) that 20 s of fio
-# could end before the last check, and a 6.12 guest beside another guest
-# was 13 s into the 20 there. Completions take 20 ms: fio keeps its 128
-# requests in flight through every rebuild with a hundredth of the
-# completions to handle. (The test's guest CPU went from 83 s to 71-77 s
-# in make test, 2026-11-30: most of it is elsewhere.)
+# in a 6.12 debug guest takes long enough that 20 s of fio can end before
+# the last check, and a 6.12 guest beside another guest can spend most of
+# 20 s on them: so 30 s, and 120 on a debug kernel. Completions take
+# 20 ms: fio keeps its 128 requests in flight through every rebuild with a
+# hundredth of the completions to handle (a saving, though most of the
+# test's CPU time goes elsewhere).
 rebuild() {
 	local c=/sys/kernel/config/nullb/kvblane n pid rc=0 i t0 secs=30
 

@@ -6,10 +6,10 @@
 # requests, wherever they lie, and when it merges one request into
 # another at insert it does not call the elevator's requests_merged().
 # The request merged away is freed all the same: counted as inserted by
-# kvbatch and never completed, it broke inserted = completed + merged,
-# and one merged away while queued (the insert merge's hash chain) would
-# be freed while still on kvbatch's lists. kvbatch does not insert-merge
-# such discards (bio merges of discards go on as before).
+# kvbatch and never completed, it would break inserted = completed +
+# merged, and one merged away while queued (the insert merge's hash
+# chain) would be freed while still on kvbatch's lists. kvbatch does not
+# insert-merge such discards (bio merges of discards still happen).
 #
 # A discard, a write and a discard in one io_uring submission (Linux
 # 6.12's BLOCK_URING_CMD_DISCARD; kvb_uring_mix) reach kvbatch in one

@@ -45,7 +45,7 @@ ktap_check "kvbatch on a 4-tag null_blk" test $ok = 1
 echo 1024 > /sys/block/nullb0/queue/nr_requests
 
 # Enabling events with record-cmd on also enables sched_wakeup's static
-# key; patching it under TCG has crashed a 7.3 guest ("Oops: int3" in
+# key; patching it under TCG can crash a 7.3 guest ("Oops: int3" in
 # ttwu_do_activate). The comm of each event is not needed here.
 cmd=$(cat $tr/options/record-cmd)
 echo 0 > $tr/options/record-cmd

@@ -65,8 +65,8 @@ fill() {
 # how many of fio's 2 jobs saw an I/O error (fio's JSON keeps each job's
 # first error code, not a count), or -1 if fio's output is unreadable, and
 # returns 1 on a verify error: fio ends the job with EILSEQ (84) and
-# prints "verify: ..." (with continue_on_error=io and verify_fatal, seen
-# on a loop device with a corrupted block), which the count must not take
+# prints "verify: ..." (with continue_on_error=io and verify_fatal, as on
+# a loop device with a corrupted block), which the count must not take
 # for an I/O error.
 read_back() {
 	local name=$1 out=$KVB_SCRATCH/$1.json err=$KVB_SCRATCH/$1.err verify

@@ -45,8 +45,8 @@ ktap_check "kvvm holds a memory cgroup ($cg/kvvm-hold)" \
 	grep -qw memory "$cg/kvvm-hold/cgroup.controllers"
 
 # One bpftrace for all the phases below: its start is most of what this
-# test costs under TCG (4.9 s for an empty program in a guest alone,
-# 2026-11-30; one per phase, the test took 94 to 101 s in make test). A
+# test costs under TCG (some 5 s for an empty program in an idle guest,
+# more beside another: one per phase would add half a minute or more). A
 # kprobe on the x86 patch queue, which every static-key switch goes
 # through (one call per patched site), counts the patches; at each mark
 # the program prints the count so far. A mark is "kill -0" of a PID past
@@ -56,9 +56,8 @@ ktap_check "kvvm holds a memory cgroup ($cg/kvvm-hold)" \
 # syscall entry (kill is x86-64's syscall 62), which every kernel with
 # tracepoints has: the per-syscall events (syscalls:sys_enter_kill) need
 # CONFIG_FTRACE_SYSCALLS, which the debug kernels of make test-debug do
-# not set, and this test failed there on them (2026-11-30). bpftrace's
-# output, with the patches' kernel stacks at its end, stays in
-# $KVB_SCRATCH/patches.out.
+# not set. bpftrace's output, with the patches' kernel stacks at its end,
+# stays in $KVB_SCRATCH/patches.out.
 out=$KVB_SCRATCH/patches.out
 mark=2000000000
 bpftrace -e "
@@ -83,9 +82,9 @@ kvb_sleep 1
 # is a PID of its own, printed with the count, so a mark the program
 # missed is not mistaken for another: the first one can come before the
 # tracepoint's program is armed, which the settling above does not
-# always cover (the 6.1 debug kernel beside other guests, 2026-11-30:
-# every phase then read -1). So a mark unseen within 2 s is taken again,
-# up to 30 times.
+# always cover (a debug kernel beside other guests: every phase would
+# then read -1). So a mark unseen within 2 s is taken again, up to 30
+# times.
 marks=0
 take_mark() {
 	local i l want tries

@@ -4,10 +4,10 @@
 # Every hardware queue's tags stay busy. A request takes its driver tag
 # from the hardware queue it was allocated on, so a hold on a device-wide
 # count of requests in flight (the automatic max_inflight at the sum of
-# the queues' tags, as kvbatch held it with no demand about before
-# 074b151) fills while one queue's tags are idle and its own requests wait
-# in kvbatch. Two readers, each pinned to one CPU and so to one of the two
-# hardware queues of a null_blk of 8 tags per queue and fixed-latency
+# the queues' tags, were kvbatch to hold it with no demand about) fills
+# while one queue's tags are idle and its own requests wait in kvbatch.
+# Two readers, each pinned to one CPU and so to one of the two hardware
+# queues of a null_blk of 8 tags per queue and fixed-latency
 # completions, keep far more requests outstanding than the tags: the
 # device completes 2 x 8 requests per completion time, and kvbatch must
 # get at least 85% of that through, as none does.
@@ -17,9 +17,9 @@
 # however slow the device. So the device is slow (20 ms completions, 800
 # IOPS): what a round loses is the time the guest takes to answer each
 # completion, which grows with the host's load, and at 5 ms (3200 IOPS)
-# that was a large part of what was measured (this test failed in the
-# .ci/run of 662bcae, a 7.3 guest beside another). A debug kernel's
-# guest is several times slower again.
+# that is a large part of what is measured, enough to fail a guest
+# running beside another. A debug kernel's guest is several times slower
+# again.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
@@ -60,17 +60,16 @@ short() {
 # The pair runs again, up to three times in all, if either falls short: a
 # host busy with other work (a second guest, a build) slows the
 # submitters below the device, and then neither figure says anything
-# about kvbatch; and one run in the emulated guest can dip below the mark
-# by itself (kvbatch 2694 of 3200, 84%, against none's 2908 in a 6.12
-# guest of make test, 2026-11-28; 2370 against 2751 in a 6.1 guest
-# beside another, 2026-11-29). The hold this test guards against fell
-# short by more (2506 of 3200, with none at 2942, benchmarks.rst).
+# about kvbatch; and one run in the emulated guest can dip just below the
+# mark by itself (84% of the device, where none gets 91%). The hold this
+# test guards against falls short by more (under 80%, where none gets
+# over 90%: benchmarks.rst).
 #
 # A pair says something about kvbatch only when none gets 90% of the
 # device: under a host loaded enough to keep none near 85%, kvbatch, which
-# costs more CPU per request, fell to 69-84% of it with nothing held
-# (none 2725, kvbatch 2223 in make test's 6.12 guest, 2026-11-29), as low
-# as with the hold. So none's bar is 90%, kvbatch's 85%.
+# costs more CPU per request, can fall to 70-85% of the device with
+# nothing held, as low as with the hold. So none's bar is 90%, kvbatch's
+# 85%.
 # A round whose none falls short goes on to the next without kvbatch's
 # run, which could not count (but the last round runs both).
 for r in 1 2 3; do

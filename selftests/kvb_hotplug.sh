@@ -42,8 +42,8 @@ modprobe -r null_blk 2>/dev/null
 cpu=/sys/devices/system/cpu/cpu1/online
 # 2 ms completions: fio's 16 requests stay in flight through each unplug
 # and each move while fio leaves the guest's CPUs to the test (at 0.05 ms
-# it kept them busy: the test used 92 CPU seconds in 73 s, 2026-11-30,
-# and moved fio about once a second).
+# fio keeps them busy, and the cgroup loop manages about one move a
+# second).
 kvb_nullb_load submit_queues=2 hw_queue_depth=8 memory_backed=1 gb=1 \
 	irqmode=2 completion_nsec=2000000
 kvb_set_sched nullb0 kvbatch || log "nullb0: cannot select kvbatch"
@@ -97,8 +97,8 @@ cgroup_moves() {
 	pid=$!
 	# Move fio's processes: the one started and its job process, a
 	# child of it. Looked up until both are there, then moved by the
-	# shell alone: in the 6.12 debug guest (2026-11-29) a pgrep per move
-	# left time for 7 moves in 40 s.
+	# shell alone: in a debug guest a pgrep per move leaves time for
+	# only a few moves in 40 s.
 	while kill -0 $pid 2>/dev/null; do
 		[ ${#pids[@]} -ge 2 ] ||
 			mapfile -t pids < <(pgrep -f "fio --output=$KVB_SCRATCH/cgmove.log" 2>/dev/null)

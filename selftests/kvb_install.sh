@@ -9,10 +9,10 @@
 #
 # Both make install and make uninstall run a full "depmod -a". Over the
 # guest's 9p root under TCG that reads (and on 6.12 and 7.3 decompresses)
-# every one of the kernel's 4000-odd modules: 1.5 to 3.3 minutes each
-# (2026-11-30). So for the while the kernel's own modules are hidden under
-# an empty tmpfs, and depmod indexes what an operator's install adds to
-# the tree: updates/. Its index is put back after.
+# every one of the kernel's 4000-odd modules: 1.5 to 3.3 minutes each. So
+# for the while the kernel's own modules are hidden under an empty tmpfs,
+# and depmod indexes what an operator's install adds to the tree:
+# updates/. Its index is put back after.
 source "$(dirname "$0")/lib.sh"
 
 krel=$(uname -r)
@@ -30,7 +30,8 @@ ktap_print_header
 ktap_set_plan 11
 
 ktap_check "kvbatch unloaded before installing" kvb_unload
-# null_blk for the seed jobs below, while modprobe can still find it.
+# null_blk for the operator fio jobs below, while modprobe can still find
+# it.
 kvb_nullb_load submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=100000 gb=1
 
@@ -84,7 +85,7 @@ seedjobs() {
 	return 0
 }
 for s in kvbatch mq-deadline none; do
-	ktap_check "tools/fio seed jobs run under $s" seedjobs "$s"
+	ktap_check "tools/fio's tail, prefetch and writes jobs run under $s" seedjobs "$s"
 done
 kvb_set_sched nullb0 none
 

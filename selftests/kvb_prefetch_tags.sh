@@ -14,9 +14,9 @@ kvb_require_root
 kvb_require_cmd fio ionice python3
 # A debug kernel's guest cannot submit 4000 reads a second: its device
 # is made slower, so that the prefetch readers still fill their share.
-# At 20 ms (200 a second) a 7.3 debug guest on a busy host submitted 125
-# a second and never had more than one prefetch request in kvbatch; at
-# 50 ms the device takes 80.
+# At 20 ms (200 a second) a 7.3 debug guest on a busy host submits too
+# slowly to keep more than one prefetch request in kvbatch; at 50 ms the
+# device takes 80 a second, fewer than such a guest submits.
 svc_ns=1000000
 kvb_debug_kernel && svc_ns=50000000
 kvb_begin_nullb 4 submit_queues=1 hw_queue_depth=4 irqmode=2 \

@@ -79,9 +79,9 @@ discards &
 dpid=$!
 # A request whose sort node is garbage oopses in dispatch with the
 # elevator lock held: then the discards never finish. Do not wait forever:
-# 30 s, or 300 s in a debug kernel's guest, where each blkdiscard took
-# about 2.5 s on an idle host and longer beside a kernel build
-# (2026-11-30, 6.12: 3 of the 16 still running at 30 s).
+# 30 s, or 300 s in a debug kernel's guest, where each blkdiscard takes
+# about 2.5 s on an idle host and longer beside a kernel build, so that
+# some of the 16 are still running at 30 s.
 secs=30
 kvb_debug_kernel && secs=300
 for i in $(seq $((secs * 10))); do

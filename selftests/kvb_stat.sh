@@ -34,7 +34,7 @@ dbg=/sys/kernel/debug/block/nullb0/sched
 ok=0
 # Every batch below comes with a hint of its own, and is counted once
 # closed. A guest slow enough completes a batch's first reads before its
-# last one is inserted (kvb_trace.sh saw it on the 6.1 debug kernel):
+# last one is inserted (a debug kernel beside other guests: kvb_trace.sh):
 # with batch_window_us 0 the batch then closes and opens again, one close
 # more than issued. A window keeps it draining until its key returns;
 # the reports below wait past it, and so does the idle disk's.
@@ -101,9 +101,9 @@ one_report() {
 
 # --- five recalls, reported every second ----------------------------------
 # Reported until two reports after the last recall, however long the five
-# take: in the 6.12 debug guest (2026-11-29) the fifth ended after the last
-# of six reports a fixed count gave. The count itself is checked on the
-# idle disk below.
+# take: in a debug guest the fifth can end after the last of six reports
+# a fixed count would give. The count itself is checked on the idle disk
+# below.
 out=$KVB_SCRATCH/recall.out
 "$py" "$stat" -d nullb0 1 600 > "$out" 2> "$out.err" &
 pid=$!

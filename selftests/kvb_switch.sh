@@ -14,13 +14,13 @@
 # loop leaves such names out. Between a switch's teardown of the old
 # scheduler and the end of the switch, 7.3 keeps the old scheduler's
 # files, and mq-deadline's "dispatch" then reads q->elevator, NULL or the
-# new scheduler's (a NULL dereference in deadline_dispatch_start()
-# stopped a CI guest, 2026-11-29): the kernel's bug, which kvbatch's own
-# files avoid by checking the scheduler they are read on.
+# new scheduler's (a NULL dereference in deadline_dispatch_start() that
+# stops the guest): the kernel's bug, which kvbatch's own files avoid by
+# checking the scheduler they are read on.
 source "$(dirname "$0")/lib.sh"
 
-# 30: in a 6.1 guest alone, 50 switches outlasted fio's 20 s (about 21
-# switches under load, 1 s apart, then 29 on idle disks, 2026-11-30).
+# 30: under load the switches come about 1 s apart, so in a 6.1 guest
+# alone 50 would outlast fio's 20 s and most would find the disks idle.
 SWITCHES=${SWITCHES:-30}
 # Long enough for the switches to happen under load on a TCG guest.
 RUNTIME=${RUNTIME:-20}

@@ -97,7 +97,7 @@ boundaries() {
 # FUZZ writes of random bytes to each knob (sysfs-fuzz.py): noise, and
 # the knob's value with noise around or inside it, NUL bytes included;
 # each must fail with EINVAL and change nothing. One run for every knob,
-# after the other checks (under TCG a Python start cost more than its 200
+# after the other checks (under TCG a Python start costs more than its 200
 # writes): fuzz_args collects the knobs and the values they hold.
 FUZZ=${FUZZ:-200}
 fuzz_args=()
@@ -187,7 +187,8 @@ depth_races() {
 		echo "$tun" > $dir/async_depth &
 		wait
 		want=$((tun ? (tun < nr ? tun : nr) : nr * 3 / 4))
-		# Read by the shell: a process per read was most of a round.
+		# Read by the shell: a process per read would be most of a
+		# round.
 		kvb_read_keys dv $dbg
 		kn=${dv[nr_requests]:-} kb=${dv[async_depth]:-}
 		kvb_read nrv $nrq

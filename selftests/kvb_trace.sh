@@ -16,8 +16,9 @@
 # does not run a BPF program when another one is running on the same CPU
 # (a batch closing in a completion interrupt): it counts a recursion miss
 # on the program instead. So a tool's count must equal the statistics less
-# at most the misses bpftool reports for kvbatch's programs (seen in a 7.3
-# guest: one close short, with 2 misses; the tracefs count was exact).
+# at most the misses bpftool reports for kvbatch's programs (a 7.3 guest
+# can count a close short, with misses reported, where the tracefs count
+# is exact).
 source "$(dirname "$0")/lib.sh"
 
 tools=$KVB_ROOT/tools/bpftrace
@@ -59,7 +60,7 @@ ktap_check "reset_stats refuses anything but 1" reset_rejects
 tr=/sys/kernel/tracing
 recall=$KVB_ROOT/build/tools/recall
 # Enabling events with record-cmd on also enables sched_wakeup's static
-# key; patching it under TCG has crashed a 7.3 guest ("Oops: int3" in
+# key; patching it under TCG can crash a 7.3 guest ("Oops: int3" in
 # ttwu_do_activate). The checks below do not read the comm.
 cmd=$(cat $tr/options/record-cmd)
 echo 0 > $tr/options/record-cmd
@@ -92,8 +93,8 @@ ktap_check "write_release: bursts releasing them" \
 	test "$(ev write_release "burst=[1-9][0-9]* deferred=[1-9][0-9]* reason=write_burst" | wc -l)" -ge 1
 
 # Start the tools one after another, each once the previous has attached.
-# Several bpftrace processes starting at the same moment under TCG have
-# crashed the 6.12 guest with "Oops: int3" in ksys_read (kernel text being
+# Several bpftrace processes starting at the same moment under TCG can
+# crash a 6.12 guest with "Oops: int3" in ksys_read (kernel text being
 # patched on one vCPU while another executes it); kvbatch is not involved.
 pids=()
 # attached PID: kvbatch tracepoints a BPF program of PID is attached to.
@@ -130,12 +131,12 @@ start_tools() {
 ktap_check "all four bpftrace tools attach" start_tools
 
 # kvbench submits each batch's reads at once, but in a guest slow enough
-# (the 6.1 debug kernel beside other guests, 2026-11-29 and 2026-11-30)
-# a batch's first reads have completed before its last one was inserted:
-# with batch_window_us 0 the batch then closed, and opened again, one
-# close more than kvbench issued. A window keeps it draining until its
-# key returns; kvbench gives each batch a hint of its own, so no batch
-# joins another's. (kvb_drain.sh checks the closes of window 0.)
+# (a debug kernel beside other guests) a batch's first reads can complete
+# before its last one is inserted: with batch_window_us 0 the batch then
+# closes, and opens again, one close more than kvbench issued. A window
+# keeps it draining until its key returns; kvbench gives each batch a
+# hint of its own, so no batch joins another's. (kvb_drain.sh checks the
+# closes of window 0.)
 echo 200000 > /sys/block/nullb0/queue/iosched/batch_window_us
 echo 1 > $dbg/reset_stats
 run_kvbench() {
@@ -145,12 +146,12 @@ run_kvbench() {
 }
 ktap_check "kvbench workload runs" run_kvbench
 # Let the disk go quiet before the tools stop: a batch that closes while
-# they are being stopped, one by one, is counted but not traced. One CI
-# run on 6.1 saw a single normal or prefetch close so, of unknown origin
-# (udev's probe of a disk opened for writing, where udevd runs; none runs
-# in kvvm's guest). Reading the statistics applies completions recorded
-# without the lock, so this wait cannot tell a late close from one left
-# to the next lock holder: kvb_drain.sh checks that, from the trace alone.
+# they are being stopped, one by one, is counted but not traced, and a
+# normal or prefetch close of unknown origin can come then (udev's probe
+# of a disk opened for writing, where udevd runs; none runs in kvvm's
+# guest). Reading the statistics applies completions recorded without
+# the lock, so this wait cannot tell a late close from one left to the
+# next lock holder: kvb_drain.sh checks that, from the trace alone.
 closes() {
 	local tier n=0
 
@@ -211,9 +212,9 @@ issued=$(($(sed -n 's/.*"all": {"n": \([0-9]*\),.*/\1/p' "$KVB_SCRATCH/kvbench.j
 ktap_check "stats: demand batches closed = batches kvbench issued ($issued)" \
 	test "$(kvb_stat nullb0 demand_batches_closed)" -eq "$issued"
 # A kvbench batch kvbatch closed more than once had gone empty before all
-# its reads arrived, for longer than the window above: name it. (Before
-# the window, on the 6.1 debug kernel beside other guests, one of 115 was
-# closed twice, 2026-11-29 and 2026-11-30.)
+# its reads arrived, for longer than the window above: name it. (Without
+# the window, a debug kernel beside other guests can close about one in
+# a hundred twice.)
 awk -F'[][]|: count |, ' '/^@demand_us_by_key\[/ && $4 > 1 {
 	printf "demand key %#x (hint %d) closed %d times\n", $2,
 		int($2 / 8) % 1024, $4 }' "$KVB_SCRATCH/batchlat.out" |

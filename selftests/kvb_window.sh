@@ -6,9 +6,9 @@
 # not change them. A recall of 8 sequential RT-class reads is one batch
 # (each read rejoins it within the window); once the queue is idle and the
 # window has passed, the histogram must already count it -- before stats,
-# which once closed draining batches as a side effect of being read, is
-# looked at -- and two reads of stats must agree. A window lowered while a
-# batch drains closes it at the end of the new window.
+# whose read could otherwise be what closes draining batches, is looked
+# at -- and two reads of stats must agree. A window lowered while a batch
+# drains closes it at the end of the new window.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root

@@ -41,13 +41,13 @@ ktap_set_plan 11
 dev=nullb0
 iosched=/sys/block/$dev/queue/iosched
 # The longest a sync write may take here: a fifth of write_expire_ms, which
-# a sync write held with the deferred ones would wait out. (1.9 s was seen,
-# timing dd, on 7.3 with a second guest busy on the same two host cores;
-# 0.2-0.5 s is usual.) write_expire_ms is long because such a guest is
-# slow between the deferral and the sync write: with the host's two cores
-# busy beside it, 7.3's guest took over 10 s from one to the other (a
-# Python start among them), and the deferred write had expired and gone
-# by then.
+# a sync write held with the deferred ones would wait out. (It usually
+# takes 0.2-0.5 s, and up to about 2 s, timing dd, in a 7.3 guest with a
+# second guest busy on the same two host cores.) write_expire_ms is long
+# because such a guest is slow between the deferral and the sync write:
+# with the host's two cores busy beside it, a 7.3 guest can take over
+# 10 s from one to the other (a Python start among them), and a shorter
+# expiry would let the deferred write go before the sync write comes.
 expire_ms=$((40000 * scale))
 limit_ms=$((expire_ms / 5))
 
@@ -152,8 +152,8 @@ head -c 4096 /dev/urandom > "$KVB_SCRATCH/sync.bin"
 # 2 x 32 reads keep 64 ms of the device's work queued, so that a guest
 # vCPU the host deschedules for tens of ms (a second guest on the same
 # two cores) does not drain demand. With 2 x 8, and the host's two cores
-# kept busy beside 7.3's guest, no deferred write was seen in three runs
-# of three; with 2 x 32 one was seen at every try.
+# kept busy beside a 7.3 guest, demand drains so often that a deferred
+# write is rarely seen at all; with 2 x 32 one is seen at every try.
 start_demand 32 || log "demand did not start"
 
 # 64 KiB at BASE (4 KiB blocks): one async write request, deferred; then
@@ -209,8 +209,8 @@ head -c 32768 /dev/urandom > "$KVB_SCRATCH/chain-b.bin"
 head -c 4096 /dev/urandom > "$KVB_SCRATCH/chain-x.bin"
 # With writeback throttling on, B's writeback would wait for X: the chain
 # is tried where it can be turned off, or where the kernel has none (no
-# wbt_lat_usec: the debug kernels, built without CONFIG_BLK_WBT until
-# 2026-12-01; the write to the missing file failed, "Permission denied").
+# wbt_lat_usec: a kernel built without CONFIG_BLK_WBT, where a write to
+# the missing file fails with "Permission denied").
 wbt_file=/sys/block/$dev/queue/wbt_lat_usec
 wbt=$(cat "$wbt_file" 2>/dev/null)
 if [ ! -e "$wbt_file" ] || { echo 0 > "$wbt_file"; } 2>/dev/null; then
@@ -293,8 +293,8 @@ ktap_check "a sync write under a flood of deferred writes takes $ms ms (< $limit
 # last writes stay deferred for up to write_expire_ms after its runtime,
 # 400 s on a debug kernel. fio's parent gives a job 300 s to exit after
 # its runtime and then leaves without it; fio 3.39 (Debian 13) then frees
-# the job's engine options twice and crashes (SIGSEGV in free(), seen on
-# the 7.3 debug kernel).
+# the job's engine options twice and crashes (SIGSEGV in free()), which
+# the 7.3 debug kernel reaches if demand runs on.
 stop_demand
 wait $flood
 rc=$?

@@ -133,8 +133,8 @@ guest_start() {
 # never loaded (no "kvbatch" in its kernel log). Under multi-threaded TCG
 # a vCPU can run the transient int3 of a jump-label patch after the patch
 # is over (testing.rst, "Oops: int3"); on a host running three guests at
-# once both 7.3 boots of one make test died so, 3 to 4 s into the
-# kernel's start (2026-11-30). Nothing of kvbatch's had run.
+# once a boot can die so a few seconds into the kernel's start, before
+# anything of kvbatch's has run.
 guest_died_booting() {
 	! grep -q '^TAP version' "$logdir/guest-$1.log" &&
 		grep -q '^kvvm: kernel report: after "(no mark)"' "$logdir/guest-$1.log" &&

@@ -9,8 +9,8 @@ set -u
 
 # Every test pays for what sourcing this file and its teardown run, and
 # under TCG each process costs a fifth of a second or more beside another
-# guest (a test that does nothing took 3.5 s, 2026-11-30): so they read
-# files with the shell's own read (kvb_read()) and name directories by
+# guest (a test that does nothing takes about 3.5 s): so they read files
+# with the shell's own read (kvb_read()) and name directories by
 # parameter expansion, starting no process they can do without.
 _kvb_dir=${BASH_SOURCE[0]%/*}
 [ "$_kvb_dir" != "${BASH_SOURCE[0]}" ] || _kvb_dir=.
@@ -66,10 +66,10 @@ kvb_kmsg() {
 
 # kvb_sleep SECONDS: sleep (fractions too) without a process of its own:
 # bash's read timing out on a pipe only this shell holds (opened once per
-# shell). Under TCG a process costs: 50 "sleep 0.1" took 11.8 s and 6 CPU
-# seconds in a 6.1 guest alone, 50 of these 5.4 s and 0.5 (2026-11-30,
-# build/adhoc/sleepcost.sh), and the tests' polling loops are made of
-# them.
+# shell). Under TCG a process costs: in a 6.1 guest alone a "sleep 0.1"
+# takes more than twice its tenth of a second and an eighth of a CPU
+# second, one of these barely more than its tenth and a hundredth of a
+# CPU second, and the tests' polling loops are made of them.
 kvb_sleep() {
 	[ -n "${_kvb_sleep_fd:-}" ] || exec {_kvb_sleep_fd}<> <(:)
 	read -r -t "$1" -u "$_kvb_sleep_fd" _ || :
@@ -641,10 +641,10 @@ kvb_fio() {
 _kvb_setup
 
 # kvb_bpftrace_stop PID: stop a bpftrace as Ctrl-C would, so that it
-# prints its maps and exits. Debian 12's bpftrace has once (in dozens of
-# runs) let a SIGINT pass unheeded, with the guest idle and its kernel log
-# clean: as a user would, press Ctrl-C again after 30 s, and say so; after
-# 60 s kill it and fail.
+# prints its maps and exits. Debian 12's bpftrace can, rarely, let a
+# SIGINT pass unheeded, with the guest idle and its kernel log clean: as
+# a user would, press Ctrl-C again after 30 s, and say so; after 60 s
+# kill it and fail.
 kvb_bpftrace_stop() {
 	local p=$1 i
 

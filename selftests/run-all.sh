@@ -35,15 +35,15 @@
 # restricts the selftests run in the guest. The package test
 # (kvb_package.sh: dpkg -i builds the module with DKMS inside the emulated
 # guest, 6 to 9 minutes) runs only in make test-extended: with it, three
-# kernels took 64 minutes in CI (2026-11-28), against the 35 the suite
-# aims at. make test still builds the package and runs lintian on it. The
-# install test (kvb_install.sh: make install, the alias, the seed fio jobs
+# kernels take about an hour, against the 35 minutes the suite aims at.
+# make test still builds the package and runs lintian on it. The install
+# test (kvb_install.sh: make install, the alias, the operator fio jobs
 # under three schedulers; 1.5 to 4 minutes) runs on the newest kernel only:
 # its subject, the Makefile's install and modprobe's updates/ lookup, is
 # the same on every kernel (kvb_module.sh still loads by alias on each).
 # So is kvb_compare.sh's (30 to 54 s): tools/kvcompare's rounds.
-# KVB_ALL_KERNELS=1 (make test-extended; KVB_PACKAGE_ALL=1 as before) runs
-# all three on every kernel.
+# KVB_ALL_KERNELS=1 (make test-extended; KVB_PACKAGE_ALL=1 does the same)
+# runs all three on every kernel.
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -123,17 +123,16 @@ drop_test() {
 	tests=$(echo "$tests" | tr ' ' '\n' | grep -vx "$1" | tr '\n' ' ')
 }
 # The guests run two at a time (KVB_GUEST_JOBS): one emulated guest keeps
-# about one host CPU busy (make test used 68 CPU minutes in 64 minutes on
-# 2026-11-28), as most of a selftest's time is fio, sleeps and waits on
-# the emulated device. Each kernel's tests are shared by KVB_GUEST_SPLIT
-# boots (2 by default, 1 to 4), each taking the next test as it becomes
-# free (order_tests), so that no kernel's boot runs alone for long at the
-# end: with one boot per kernel, two at a time, 7.3's ran alone for 15 of
-# make test's 44 minutes. With two boots
-# per kernel it took 41 min 52 s against 43 min 37 s (2026-11-29): a
-# boot runs slower beside another, and the host's CPUs were busy for 70
-# of the 84 CPU minutes. Boots are started and shown in kernel order,
-# the first ones before the host tests below, which run beside them.
+# only about one host CPU busy, as most of a selftest's time is fio,
+# sleeps and waits on the emulated device. Each kernel's tests are shared
+# by KVB_GUEST_SPLIT boots (2 by default, 1 to 4), each taking the next
+# test as it becomes free (order_tests), so that no kernel's boot runs
+# alone for long at the end: with one boot per kernel, two at a time, the
+# last kernel's runs alone for about a third of make test. Two boots per
+# kernel gain only a few percent over that: a boot runs slower beside
+# another, and the host's CPUs are busy most of the time already. Boots
+# are started and shown in kernel order, the first ones before the host
+# tests below, which run beside them.
 jobs=${KVB_GUEST_JOBS:-2}
 case $jobs in
 [1-9]) ;;
@@ -157,9 +156,9 @@ last_tests="kvb_kmemleak.sh kvb_faults.sh"
 # A kernel's boots claim their tests from this list as each becomes free
 # (run-guest.sh --claim), so they end within about one test of each
 # other: longest first leaves the short ones to even out the end. Dealt
-# to the boots in advance instead (2026-11-30), the two boots of a
-# kernel ran 654 and 759 s of tests, as a test's time moves with what
-# runs beside it (kvb_trace 99 s in one run, 164 s in the next).
+# to the boots in advance instead, the boots of a kernel would end
+# minutes apart, as a test's time moves with what runs beside it (by half
+# or more from one run to the next).
 order_tests() {
 	local t i=0 late
 
@@ -275,8 +274,8 @@ boots_fill
 # --- checkpatch, in the background beside the first guests --------------
 # Each series' own checkpatch.pl: newer ones check more (6.12's flags
 # unused macro arguments, 6.1's does not). It only reads the sources, and
-# took 15 to 25 s per kernel before the first boot started (2026-11-30);
-# the points come after the other host tests.
+# run before the first boot it would hold the boots back by 15 to 25 s
+# per kernel; the points come after the other host tests.
 for k in $kernels; do
 	make --no-print-directory KERNELRELEASE="$k" checkpatch \
 		> "$logdir/checkpatch-$k.log" 2>&1
@@ -289,8 +288,8 @@ checkpatch_pid=$!
 # selftest helpers).
 
 # --- tools/kvab: arguments, variant builds, instruction counts -------------
-# In the background: it boots a guest of its own (2 min 19 s before the
-# others on 2026-11-30, when it ran first), and its builds go to
+# In the background: it boots a guest of its own, which would hold the
+# other boots back by minutes if it ran first, and its builds go to
 # build/kvab.
 selftests/kvab_cli.sh > "$logdir/kvab-cli.log" 2>&1 &
 kvab_pid=$!
@@ -358,10 +357,10 @@ done
 
 # --- guest results, in kernel order ---------------------------------------
 # The next boot starts as soon as any running one ends, not when the one
-# whose results come next does: on 2026-11-30 a 6.12 boot died 2 minutes
-# in (the emulator, see testing.rst) and its pair ran on alone for 12
-# minutes with one host CPU idle. A boot still running when its turn
-# comes is shown whole once it ends.
+# whose results come next does: a boot that dies early (the emulator, see
+# testing.rst) would otherwise leave a host CPU idle while its pair runs
+# on alone. A boot still running when its turn comes is shown whole once
+# it ends.
 for ((i = 0; i < ${#boot_k[@]}; i++)); do
 	while boot_running "$i"; do
 		boots_fill

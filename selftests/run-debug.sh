@@ -25,9 +25,9 @@ host_begin
 # vmlinux does not start through the PVH entry under this QEMU (QEMU exits
 # at once, with no output), so the bzImage is booted.
 export KVVM_PVH=0
-# Its guests get 4 hours and 3 GiB (guest_run()). 2 hours stopped the 6.12
-# series in kvb_faults on 2026-11-29: its tests before that took 6200 s
-# (on a host that ran other guests beside it for part of the time).
+# Its guests get 4 hours and 3 GiB (guest_run()): on the 6.12 debug
+# kernel, on a host that runs other guests beside it, the tests before
+# kvb_faults alone can take close to 2 hours.
 KVVM_OPTS="-t 14400 -m 3072"
 make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
 	{ ktap_diag < "$logdir/tools.log"; ktap_test_fail "tools and selftest helpers build"; }
