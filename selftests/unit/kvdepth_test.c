@@ -121,8 +121,8 @@ struct sim {
 	/*
 	 * The busy units, a binary min-heap by done_at (ties: the lower
 	 * unit, as a scan in unit order would find): the next completion
-	 * in O(log units). A scan of every unit per event took most of
-	 * make unit's time on the 256-unit devices.
+	 * in O(log units). A scan of every unit per event would take most
+	 * of make unit's time on the 256-unit devices.
 	 */
 	u32		busy[MAX_UNITS];
 	u32		nbusy;
@@ -524,7 +524,7 @@ static void check_host(const char *what, bool in_service, bool hold_free,
  * (within 3%), and since the device's service time does not depend on
  * depth here, it has no evidence that depth hurts: it must not hold
  * requests back at all (the limit ends at or above the load). Trimming on
- * throughput alone took it to 95 for a load of 256.
+ * throughput alone would take it to about 95 for a load of 256.
  */
 static bool test_host_bound(void)
 {
@@ -539,9 +539,9 @@ static bool test_host_bound(void)
  * worth of requests in flight Little's law reads the same throughput.
  * Only the device's own completions show what each hold's queue run
  * costs. The controller may trim here, but it must keep what the device
- * did at full depth (within 3%). On the deep null_blk of a 6.1 guest
- * the limit went to 27-47 for fio's 256 reads, at 0.82x the IOPS of
- * max_inflight 256.
+ * did at full depth (within 3%): on a deep null_blk in such a guest, a
+ * limit trimmed to a few dozen for fio's 256 reads can cost a fifth of
+ * the IOPS of max_inflight 256.
  */
 static bool test_host_in_service(void)
 {
@@ -551,15 +551,14 @@ static bool test_host_in_service(void)
 
 /*
  * A limit full all the window on a device with free units. A shallower
- * limit was kept while the host was slow (as a 6.12 guest's trace of the
- * deep recall row showed on a busy host, 2026-11-30: 63, then 33, at
- * 9 000-10 000 IOPS, while the service time fell with the depth), and now
- * the host is fast again: every completion finds work held back, the
- * service time is twice the unloaded one (the host's own delays), and
- * the throughput is the limit's. The next trial must be a deeper one, and
- * the limit must grow back without a shallower trial on the way (each
- * costs while it runs; in that guest, shallower trials from 33 cost
- * 20-55% of the throughput).
+ * limit can be kept while the host is slow (a busy host's own delays make
+ * the service time fall with the depth, so that a trial can halve the
+ * limit at unchanged IOPS), and now the host is fast again: every
+ * completion finds work held back, the service time is twice the unloaded
+ * one (the host's own delays), and the throughput is the limit's. The
+ * next trial must be a deeper one, and the limit must grow back without
+ * a shallower trial on the way (each costs while it runs: from such a
+ * limit, a shallower trial can cost a fifth to half of the throughput).
  */
 static bool test_full_limit_grows(void)
 {
@@ -723,8 +722,8 @@ static bool test_bounds(void)
  * mean depth well under the peaks, so the limit seldom binds where it
  * starts. A shallower limit costs no throughput and shortens the service
  * time: the controller must find that and keep the queue in the
- * scheduler (the capped QEMU NVMe of make bench ended at a limit of 40
- * on 7.3, and prefetch went out as under none).
+ * scheduler (on the capped QEMU NVMe of make bench, a limit left near the
+ * ceiling lets prefetch go out as it would under none).
  */
 static bool test_throttled(void)
 {
@@ -755,14 +754,14 @@ static bool test_throttled(void)
 /*
  * A shallower trial that fails costs while it lasts: the device does less
  * and the work it holds back waits in the scheduler, the lowest tiers
- * longest. On the saturated recall device of make bench (256 units,
- * 8 ms, every tag in use), a trial begun under a light load ran 500 ms at
- * a limit of 32 once the load came, and the later ones 100 ms each; the
- * recall tail tripled. A trial that holds work back without shortening
- * the service time must end within a quarter window of its own
- * completions, not after its four windows; one whose service time reads
- * a little shorter (the host's own delays shrink with the load), within
- * a window.
+ * longest. On a saturated recall device (256 units, 8 ms, every tag in
+ * use), a trial begun under a light load that runs its four windows once
+ * the load comes holds the device at a limit of 32 for hundreds of ms,
+ * enough to triple the recall tail. A trial that holds work back without
+ * shortening the service time must end within a quarter window of its
+ * own completions, not after its four windows; one whose service time
+ * reads a little shorter (the host's own delays shrink with the load),
+ * within a window.
  */
 /*
  * From a fresh controller with a ceiling of 256: a light load (64 in
@@ -841,10 +840,9 @@ static bool test_trial_fails_fast(void)
  * window's throughput and service time are then the load's, and the load
  * varies; here it happens to read a little faster, the service time an
  * eighth shorter. That is no evidence that the shallower limit keeps the
- * throughput when it binds, and the trial must be undone. On the deep
- * recall row of a 6.12 guest (2026-11-30) trials like this were kept, one
- * from 63 to 31 at 20 000 a second where 63 had done 35 000-40 000 a few
- * windows before.
+ * throughput when it binds, and the trial must be undone. Kept, such a
+ * trial can halve the limit under a deep recall load at half the
+ * throughput the deeper limit had shown a few windows before.
  */
 static bool test_trial_needs_binding(void)
 {

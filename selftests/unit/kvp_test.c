@@ -5,9 +5,11 @@
  * pass/fail count, and the exit status is 0 only if every test passed.
  *
  * The expectations are derived, not recorded: orderings that follow from
- * the policy on hand-built traces (the three situations of the batch-aware
- * scheduling note), equalities that hold for any order (total work), and
- * invariants of the core's data structures, checked after every event.
+ * the policy on hand-built traces (the three built-in situations, tail,
+ * prefetch and writes: a recall's tail behind interleaved reads, demand
+ * against prefetch, writes during a recall), equalities that hold for any
+ * order (total work), and invariants of the core's data structures,
+ * checked after every event.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -593,7 +595,7 @@ static bool test_seed_tail(void)
 
 	run3(&r, t, n, &cfg);
 	check_conservation(&r, t);
-	report_batches("seed1", &r, keys, labels, 3);
+	report_batches("tail", &r, keys, labels, 3);
 
 	/* B is the smaller demand batch: the critical tail. */
 	EXPECT_VS_FIFO(&r, B, <, "B");
@@ -607,7 +609,7 @@ static bool test_seed_tail(void)
 	 * a die idle behind a full device queue; the work is the same, the
 	 * makespan need not be.
 	 */
-	diag("seed1: last completion fifo=%lluus prio=%lluus kvbatch=%lluus",
+	diag("tail: last completion fifo=%lluus prio=%lluus kvbatch=%lluus",
 	     (unsigned long long)(r.sim[KVS_FIFO].end / US),
 	     (unsigned long long)(r.sim[KVS_PRIO].end / US),
 	     (unsigned long long)(r.sim[KVS_KVBATCH].end / US));
@@ -635,7 +637,7 @@ static bool test_seed_prefetch(void)
 
 	run3(&r, t, n, &cfg);
 	check_conservation(&r, t);
-	report_batches("seed2", &r, keys, labels, 2);
+	report_batches("prefetch", &r, keys, labels, 2);
 
 	EXPECT_VS_FIFO(&r, D, <, "demand");
 	for (k = 0; k < KVS_NR_SCHEDS; k++)
@@ -727,7 +729,7 @@ static bool test_seed_gc(void)
 	run3(&r, t, n, &cfg);
 	r.inv = c.inv;
 	check_conservation(&r, t);
-	report_batches("seed3", &r, keys, labels, 2);
+	report_batches("writes", &r, keys, labels, 2);
 
 	demand_done = done_at(&r, KVS_KVBATCH, 1);
 	/*
@@ -776,7 +778,7 @@ static bool test_seed_gc_defer_max(void)
 		if (r.rq[KVS_KVBATCH][i].write &&
 		    r.rq[KVS_KVBATCH][i].dispatch < first_write)
 			first_write = r.rq[KVS_KVBATCH][i].dispatch;
-	diag("seed3 write_defer_max=2: demand done %lluus, first write "
+	diag("writes write_defer_max=2: demand done %lluus, first write "
 	     "dispatched %lluus, %u writes dispatched during demand",
 	     (unsigned long long)(demand_done / US),
 	     (unsigned long long)(first_write / US), c.writes_during_demand);
@@ -1668,7 +1670,7 @@ static bool test_merge_head(void)
  * per plug, completions timed on other CPUs): a request of the same key
  * arriving at a time just before its batch's last completion is inside
  * the batch window and rejoins the batch, and a reap at such a time does
- * not close it. Unsigned arithmetic on such a time once made the window
+ * not close it. Unsigned arithmetic on such a time would make the window
  * look 584 years long passed.
  */
 static bool test_window_clock_order(void)
@@ -1998,11 +2000,11 @@ static bool test_names(void)
 }
 
 TAP_MAIN(
-	{ test_seed_tail, "seed 1: tail blocking from interleaved reads" },
-	{ test_seed_prefetch, "seed 2: demand vs prefetch" },
-	{ test_seed_gc, "seed 3: writes held during a recall" },
+	{ test_seed_tail, "tail: tail blocking from interleaved reads" },
+	{ test_seed_prefetch, "prefetch: demand vs prefetch" },
+	{ test_seed_gc, "writes: writes held during a recall" },
 	{ test_seed_gc_defer_max,
-	  "seed 3: write_defer_max releases writes early" },
+	  "writes: write_defer_max releases writes early" },
 	{ test_least_work, "least remaining work first" },
 	{ test_starvation, "starvation bounds under a demand flood" },
 	{ test_random, "200 randomized traces, invariants per event" },

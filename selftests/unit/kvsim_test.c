@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Unit tests of kvsim (tools/kvsim): the built-in seed traces, as kvsim
- * parses and runs them, finish in the order the seed situations predict
- * under FIFO, strict priority and kvbatch, with the same total work;
- * random traces conserve work and never dispatch a request twice; the
- * trace format round-trips and rejects bad input with its line number.
+ * Unit tests of kvsim (tools/kvsim): the built-in traces (tail, prefetch
+ * and writes), as kvsim parses and runs them, finish in the order their
+ * situations predict under FIFO, strict priority and kvbatch, with the
+ * same total work; random traces conserve work and never dispatch a
+ * request twice; the trace format round-trips and rejects bad input with
+ * its line number.
  * Output is TAP, like kvp_test.
  *
  * Expectations are orderings that follow from the situations, and a few
@@ -130,9 +131,9 @@ static void expect_same_work(const struct seed *s)
 }
 
 /*
- * What the seeds below expect of their batches, in two tables: the order
- * of two completions (batch a under scheduler ka, then batch b under kb),
- * and completion times worked out by hand (in each seed's comment).
+ * What the built-ins below expect of their batches, in two tables: the
+ * order of two completions (batch a under scheduler ka, then batch b under
+ * kb), and completion times worked out by hand (in each one's comment).
  */
 enum order { BEFORE, NOT_AFTER, SAME };
 
@@ -186,7 +187,7 @@ static const struct expect_done {
 	{ "writes", KVS_FIFO, "recall", 500 * US },
 };
 
-/* The seed's rows of both tables. */
+/* The built-in's rows of both tables. */
 static void expect_seed(const struct seed *s, const char *seed)
 {
 	const struct expect_order *o;
@@ -214,9 +215,9 @@ static void expect_seed(const struct seed *s, const char *seed)
 }
 
 /*
- * Run the built-in seed name under every scheduler, report its batches,
- * and check the same work and the seed's rows of the tables; false if it
- * did not run.
+ * Run the built-in @name under every scheduler, report its batches, and
+ * check the same work and its rows of the tables; false if it did not
+ * run.
  */
 static bool seed_check(struct seed *s, const char *name,
 		       const char *const *batches, int n)
@@ -229,10 +230,10 @@ static bool seed_check(struct seed *s, const char *name,
 	return true;
 }
 
-/* ---- the built-in seed situations ------------------------------------- */
+/* ---- the built-in situations ------------------------------------------ */
 
 /*
- * Seed 1. Three dies, queue depth 3, 100us reads. Six foreign reads (two
+ * tail. Three dies, queue depth 3, 100us reads. Six foreign reads (two
  * per die) at 0, recall A (RT, one read per die) at 10us, recall B (BE
  * with a hint, dies 0 and 2) at 20us, a foreign read on die 1 at 30us.
  *
@@ -258,7 +259,7 @@ out:
 }
 
 /*
- * Seed 2. Nine IDLE prefetch reads at 0, three per die, and a recall of
+ * prefetch. Nine IDLE prefetch reads at 0, three per die, and a recall of
  * three reads (one per die) at 5us; queue depth 3. Three prefetch reads
  * are in the device when the recall arrives. FIFO serves the other six
  * first: the recall completes last, at 400us. Strict priority and kvbatch
@@ -296,7 +297,7 @@ out:
 }
 
 /*
- * Seed 3. Three 300us writes (async: deferrable), one per die, and a
+ * writes. Three 300us writes (async: deferrable), one per die, and a
  * recall of six 100us reads, two per die, all at 0; queue depth 4. FIFO
  * dispatches the three writes and one read: every die programs for 300us
  * first and the recall ends at 500us. Writes and hinted reads are both
