@@ -63,7 +63,7 @@ short() {
 # about kvbatch; and one run in the emulated guest can dip just below the
 # mark by itself (84% of the device, where none gets 91%). The hold this
 # test guards against falls short by more (under 80%, where none gets
-# over 90%: benchmarks.rst).
+# over 90%).
 #
 # A pair says something about kvbatch only when none gets 90% of the
 # device: under a host loaded enough to keep none near 85%, kvbatch, which
