@@ -6,6 +6,7 @@
  * time until the last one completes.
  *
  *   recall DEV HINT NREADS [BLOCK_SIZE]
+ *   recall --help
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -27,11 +28,13 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void usage(const char *msg)
+#define USAGE "usage: recall DEV HINT(1..1023) NREADS(1..256) [BLOCK_SIZE]\n"
+
+static void usage(const char *msg, const char *arg)
 {
 	if (msg)
-		fprintf(stderr, "recall: %s\n", msg);
-	fprintf(stderr, "usage: recall DEV HINT(1..1023) NREADS(1..256) [BLOCK_SIZE]\n");
+		fprintf(stderr, "recall: %s: '%s'\n", msg, arg);
+	fputs(USAGE, stderr);
 	exit(2);
 }
 
@@ -43,10 +46,10 @@ static unsigned int parse_arg(const char *s, unsigned long lo,
 	char *end;
 
 	if (*s < '0' || *s > '9')
-		usage(what);
+		usage(what, s);
 	v = strtoul(s, &end, 10);
 	if (*end || v < lo || v > hi)
-		usage(what);
+		usage(what, s);
 	return v;
 }
 
@@ -59,15 +62,31 @@ int main(int argc, char **argv)
 	char *buf;
 	int fd;
 
+	for (i = 1; i < (unsigned int)argc; i++) {
+		if (strcmp(argv[i], "--help") && strcmp(argv[i], "-h"))
+			continue;
+		fputs(USAGE "\n"
+		      "Read NREADS blocks of BLOCK_SIZE bytes (4096..1048576, a multiple\n"
+		      "of 4096; default 65536) from DEV in one io_uring submission,\n"
+		      "every read tagged BE with ioprio hint HINT, and print the time\n"
+		      "until the last one completed.\n", stdout);
+		return 0;
+	}
+	/* No other option: a word that looks like one is a mistake. */
+	for (i = 1; i < (unsigned int)argc; i++)
+		if (argv[i][0] == '-' && argv[i][1] &&
+		    (argv[i][1] < '0' || argv[i][1] > '9'))
+			usage("no such option", argv[i]);
 	if (argc < 4 || argc > 5)
-		usage(NULL);
+		usage(NULL, NULL);
 	hint = parse_arg(argv[2], 1, KV_IOPRIO_HINT_MAX, "HINT is 1..1023");
 	n = parse_arg(argv[3], 1, 256, "NREADS is 1..256");
 	if (argc == 5)
 		bs = parse_arg(argv[4], 4096, 1 << 20,
 			       "BLOCK_SIZE is 4096..1048576, a multiple of 4096");
 	if (bs % 4096)
-		usage("BLOCK_SIZE is 4096..1048576, a multiple of 4096");
+		usage("BLOCK_SIZE is 4096..1048576, a multiple of 4096",
+		      argv[4]);
 	fd = open(argv[1], O_RDONLY | O_DIRECT);
 	if (fd < 0 || io_uring_queue_init(n, &ring, 0) < 0 ||
 	    posix_memalign((void **)&buf, 4096, (size_t)n * bs)) {

@@ -217,21 +217,56 @@ static struct {
 static uint64_t rng_trace, rng_io;
 static uint64_t dev_bytes;
 
+/* The usage line a bad argument prints, after what was wrong. */
+static const char kvbench_usage[] =
+"usage: kvbench -d DEV [--trace FILE.jsonl] [OPTION]... (kvbench --help for the options)\n";
+
+/* --help. */
+static const char kvbench_help[] =
+"usage: kvbench -d DEV [-t SECONDS] [-r BATCHES_PER_S] [-s SIZE,SIZE,...]\n"
+"               [--kv TOKENS,...:BYTES_PER_TOKEN] [--streams N] [--think MS]\n"
+"               [-b BLOCK_SIZE] [--tag be-hint|rt|be|none]\n"
+"               [--foreign QD] [--prefetch QD] [--write QD]\n"
+"               [--write-mode direct|buffered] [--solo-runs N] [--seed N] [--json]\n"
+"       kvbench -d DEV --trace FILE.jsonl [--model NAME | --bytes-per-token N]\n"
+"               [--block-tokens N] [--mem-blocks N] [--speed X] [--from MS]\n"
+"               [--duration MS] [-b BLOCK_SIZE] [--tag ...] [--foreign QD]\n"
+"               [--prefetch QD] [--write QD] [--write-mode ...] [--solo-runs N]\n"
+"               [--seed N] [--json]\n"
+"\n"
+"Issue KV-cache recall batches (or replay a serving trace) on DEV beside\n"
+"background readers and writers, and report each batch's completion time.\n"
+"\n"
+"  -d, --device DEV        the block device (or file) to read and write\n"
+"  -t, --time SECONDS      the run's length, 0.1..86400 (default 10)\n"
+"  -r, --rate N            recall batches a second, Poisson, 0..100000\n"
+"                          (default 20)\n"
+"  -s, --sizes SIZE,...    batch sizes in requests, 1..1024, each batch\n"
+"                          one of them (default 4,8,16,32)\n"
+"  -b, --block-size BYTES  the request size, a multiple of 512\n"
+"                          (default 65536)\n"
+"  -h, --help              print this help\n"
+"Each other option has only its long form, above.\n";
+
+/*
+ * What getopt_long() found wrong ('?'), in one line: @arg is the word it
+ * stopped at, @opt its optopt (0 for a long option it does not know).
+ */
+static void bad_option(const char *tool, const char *arg, int opt)
+{
+	if (!opt)
+		fprintf(stderr, "%s: unknown option %s\n", tool, arg);
+	else if (!strncmp(arg, "--", 2))
+		fprintf(stderr, "%s: %s takes no value\n", tool, arg);
+	else
+		fprintf(stderr, "%s: unknown option -%c\n", tool, opt);
+}
+
 static void usage(const char *msg)
 {
 	if (msg)
 		fprintf(stderr, "kvbench: %s\n", msg);
-	fprintf(stderr,
-		"usage: kvbench -d DEV [-t SECONDS] [-r BATCHES_PER_S] [-s SIZE,SIZE,...]\n"
-		"               [--kv TOKENS,...:BYTES_PER_TOKEN] [--streams N] [--think MS]\n"
-		"               [-b BLOCK_SIZE] [--tag be-hint|rt|be|none]\n"
-		"               [--foreign QD] [--prefetch QD] [--write QD]\n"
-		"               [--write-mode direct|buffered] [--solo-runs N] [--seed N] [--json]\n"
-		"       kvbench -d DEV --trace FILE.jsonl [--model NAME | --bytes-per-token N]\n"
-		"               [--block-tokens N] [--mem-blocks N] [--speed X] [--from MS]\n"
-		"               [--duration MS] [-b BLOCK_SIZE] [--tag ...] [--foreign QD]\n"
-		"               [--prefetch QD] [--write QD] [--write-mode ...] [--solo-runs N]\n"
-		"               [--seed N] [--json]\n");
+	fputs(kvbench_usage, stderr);
 	exit(2);
 }
 
@@ -1293,6 +1328,11 @@ int main(int argc, char **argv)
 		{ "speed", required_argument, NULL, OPT_SPEED },
 		{ "from", required_argument, NULL, OPT_FROM },
 		{ "duration", required_argument, NULL, OPT_DURATION },
+		{ "device", required_argument, NULL, 'd' },
+		{ "time", required_argument, NULL, 't' },
+		{ "rate", required_argument, NULL, 'r' },
+		{ "sizes", required_argument, NULL, 's' },
+		{ "block-size", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1311,21 +1351,35 @@ int main(int argc, char **argv)
 	struct kvt_trace trace = { 0 };
 	struct replay res = { 0 };
 
-	while ((c = getopt_long(argc, argv, "d:t:r:s:b:h", lopts, NULL)) != -1) {
+	/* Its own messages, each one line before the usage. */
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":d:t:r:s:b:h", lopts, NULL)) != -1) {
 		switch (c) {
+		case 'h':
+			fputs(kvbench_help, stdout);
+			return 0;
+		case ':':
+			fprintf(stderr, "kvbench: %s needs a value\n",
+				argv[optind - 1]);
+			usage(NULL);
+			break;
+		case '?':
+			bad_option("kvbench", argv[optind - 1], optopt);
+			usage(NULL);
+			break;
 		case 'd': o.dev = optarg; break;
-		case 't': demand_opt = "-t"; o.seconds = parse_double(optarg, "time", 0.1, 86400); break;
-		case 'r': demand_opt = "-r"; o.rate = parse_double(optarg, "rate", 0, 100000); break;
+		case 't': demand_opt = "-t/--time"; o.seconds = parse_double(optarg, "time", 0.1, 86400); break;
+		case 'r': demand_opt = "-r/--rate"; o.rate = parse_double(optarg, "rate", 0, 100000); break;
 		case 'b':
 			o.bs = parse_num(optarg, "block size", 512, 4 << 20);
 			if (o.bs % 512)
 				usage("block size must be a multiple of 512");
 			break;
 		case 's':
-			demand_opt = "-s";
+			demand_opt = "-s/--sizes";
 			sizes_set = true;
 			o.nr_sizes = 0;
-			check_list(optarg, "-s lists sizes by commas, none empty");
+			check_list(optarg, "-s/--sizes lists sizes by commas, none empty");
 			for (tok = strtok_r(optarg, ",", &save); tok;
 			     tok = strtok_r(NULL, ",", &save)) {
 				if (o.nr_sizes == MAX_SIZES)
@@ -1406,10 +1460,13 @@ int main(int argc, char **argv)
 		default: usage(NULL);
 		}
 	}
-	if (optind != argc)
-		usage("unexpected argument");
+	if (optind != argc) {
+		fprintf(stderr, "kvbench: unexpected argument '%s'\n",
+			argv[optind]);
+		usage(NULL);
+	}
 	if (!o.dev)
-		usage("-d DEV is required");
+		usage("-d/--device DEV is required");
 	if (o.trace) {
 		if (demand_opt) {
 			fprintf(stderr, "kvbench: %s does not go with --trace: the trace's requests are the demand\n",
@@ -1434,9 +1491,9 @@ int main(int argc, char **argv)
 		usage(NULL);
 	} else {
 		if (sizes_set && kv_arg)
-			usage("-s and --kv both give the batch sizes: use one");
+			usage("-s/--sizes and --kv both give the batch sizes: use one");
 		if (o.rate == 0 && !o.streams)
-			usage("no demand: with -r 0, --streams N (1 or more) issues the batches");
+			usage("no demand: with -r/--rate 0, --streams N (1 or more) issues the batches");
 		if (think_set && !o.streams)
 			usage("--think is the streams' think time: it needs --streams");
 	}

@@ -27,7 +27,12 @@
 #define KVSIM_EXIT_USAGE	2
 #define KVSIM_EXIT_CHECK	3	/* work or dispatch check failed */
 
+/* The usage line a bad argument prints, after what was wrong. */
 static const char kvsim_usage[] =
+"usage: kvsim {--trace NAME|FILE | --random N [--seed S]} [OPTION]... | --list | --help\n";
+
+/* --help: the usage in full, then kvsim_help. */
+static const char kvsim_synopsis[] =
 "usage: kvsim {--trace NAME|FILE | --random N [--seed S]} [--sched LIST]\n"
 "             [--dies N] [--queue-depth N] [--chunk SECTORS]\n"
 "             [--set TUNABLE=VALUE]... [--timeline] [--tick TIME]\n"
@@ -54,6 +59,7 @@ static const char kvsim_help[] =
 "  --html FILE         write a self-contained HTML page of the timelines\n"
 "  --dump-trace        print the trace in the text format and exit\n"
 "  --list              list the built-in traces and the tunables\n"
+"  -h, --help          print this help\n"
 "\n"
 "Times take ns, us, ms or s (bare numbers are us). Exit status: 0, 1 on an\n"
 "unreadable or invalid trace, 2 on bad arguments, 3 if the schedulers did\n"
@@ -64,6 +70,20 @@ static void usage_error(const char *fmt, const char *arg)
 	fprintf(stderr, "kvsim: ");
 	fprintf(stderr, fmt, arg);
 	fprintf(stderr, "\n%s", kvsim_usage);
+	exit(KVSIM_EXIT_USAGE);
+}
+
+/*
+ * What getopt_long() found wrong, in one line: @arg is the word it
+ * stopped at, @opt its optopt (0 for a long option it does not know).
+ */
+static void bad_option(const char *arg, int opt)
+{
+	if (!opt)
+		usage_error("unknown option %s", arg);
+	if (!strncmp(arg, "--", 2))
+		usage_error("%s takes no value", arg);
+	fprintf(stderr, "kvsim: unknown option -%c\n%s", opt, kvsim_usage);
 	exit(KVSIM_EXIT_USAGE);
 }
 
@@ -378,7 +398,7 @@ int main(int argc, char **argv)
 	int c, tun;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "h", kvsim_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":h", kvsim_opts, NULL)) != -1) {
 		switch (c) {
 		case OPT_TRACE:
 			if (trace)
@@ -433,17 +453,13 @@ int main(int argc, char **argv)
 			list = true;
 			break;
 		case 'h':
-			printf("%s%s", kvsim_usage, kvsim_help);
+			printf("%s%s", kvsim_synopsis, kvsim_help);
 			return 0;
+		case ':':
+			usage_error("%s needs a value", argv[optind - 1]);
+			break;
 		default:
-			if (optopt)
-				fprintf(stderr, "kvsim: option needs an "
-					"argument or is unknown: %s\n%s",
-					argv[optind - 1], kvsim_usage);
-			else
-				fprintf(stderr, "kvsim: unknown option %s\n%s",
-					argv[optind - 1], kvsim_usage);
-			return KVSIM_EXIT_USAGE;
+			bad_option(argv[optind - 1], optopt);
 		}
 	}
 	if (optind < argc)

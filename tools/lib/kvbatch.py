@@ -1,17 +1,40 @@
 # SPDX-License-Identifier: GPL-2.0
 """tools/lib/kvbatch.py: what the Python tools (tools/kvcompare,
-tools/kvreport) share, and take from the shell tools: the scheduler list,
-the definitions of the comparison, the layout of their tables.
+tools/kvreport, kvtracegen, kvtrace2sim, kvinsns.py) share, and take from
+the shell tools: the command-line convention, the scheduler list, the
+definitions of the comparison, the layout of their tables.
 
 Imported with the script's tools/lib/ on sys.path. Standard library only.
 """
 
+import argparse
 import os
 import re
 import subprocess
+import sys
 
 _SHELL_LIB = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                           "kvbatch.sh")
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, held to the tools' command-line convention.
+    --help and -h print the usage and the help on stdout and exit 0
+    (argparse's own); a bad argument prints one line saying what was
+    wrong ("TOOL: ..."), then the usage on one line ("usage: TOOL ..."),
+    both on stderr, and exits 2. argparse prints the usage first, and
+    wraps a long one over several lines: a caller's log or a test that
+    reads the last line or the first should find the same thing in every
+    tool."""
+
+    def usage_line(self):
+        """The usage, whitespace and all, on one line."""
+        return " ".join(self.format_usage().split())
+
+    def error(self, message):
+        name = os.path.basename(self.prog)
+        sys.stderr.write(f"{name}: {message}\n{self.usage_line()}\n")
+        sys.exit(2)
 
 
 def _shell_scheds():

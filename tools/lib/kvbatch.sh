@@ -1,9 +1,19 @@
 # SPDX-License-Identifier: GPL-2.0
 # shellcheck shell=bash disable=SC2034
 #
-# tools/lib/kvbatch.sh: what the shell tools (kvsuite, kvcompare) and the
-# selftests (selftests/lib.sh, selftests/run-guest.sh) share. Sourced;
-# defines nothing but these names.
+# tools/lib/kvbatch.sh: what the shell tools (kvsuite, kvrecord, kvab)
+# and the selftests (selftests/lib.sh, selftests/run-guest.sh) share.
+# Sourced; defines nothing but these names.
+
+# kvb_usage_error TOOL USAGE [MESSAGE]: a bad argument, by the tools'
+# command-line convention: "TOOL: MESSAGE" (if there is one) and then the
+# one usage line USAGE on stderr, and exit 2. --help prints the usage on
+# stdout and exits 0, which each tool does itself.
+kvb_usage_error() {
+	[ -z "${3:-}" ] || echo "$1: $3" >&2
+	echo "$2" >&2
+	exit 2
+}
 
 # The schedulers kvbatch is compared with, then kvbatch: the rows of
 # every comparison table, in this order. The one copy of the list:

@@ -22,7 +22,12 @@ their largest count, one column per scheduler.
 import bisect
 import collections
 import os
+import re
 import sys
+
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from kvbatch import ArgumentParser  # noqa: E402
 
 KERNEL_START = 0xffff800000000000
 # A scheduler's own functions: its module's, or the built-in elevators'.
@@ -37,11 +42,6 @@ OWN_MODULES = {
     "mq-deadline": "mq_deadline",
     "kyber": "kyber_iosched",
 }
-
-
-def usage():
-    print("usage: tools/lib/kvinsns.py DIR [TOP]", file=sys.stderr)
-    sys.exit(2)
 
 
 class Symbols:
@@ -87,17 +87,29 @@ def own(sched, fn):
     return fn.startswith(OWN_PREFIXES.get(sched, ("\0",)))
 
 
+def parse_args(argv):
+    """DIR and TOP, checked: a usage error for a DIR without runs or a
+    TOP that is not 1..100000."""
+    p = ArgumentParser(
+        prog="tools/lib/kvinsns.py", usage="%(prog)s DIR [TOP]",
+        description="Guest instructions per request, by function, from "
+        "what tools/kvab -p and the tcg-insns plugin wrote in DIR.")
+    p.add_argument("dir", metavar="DIR",
+                   help="the directory of runs, kallsyms-ROW and snap.N")
+    p.add_argument("top", metavar="TOP", nargs="?", default="25",
+                   help="kernel functions shown per row, 1..100000 "
+                   "(default 25)")
+    a = p.parse_args(argv)
+    if not os.path.isfile(f"{a.dir}/runs"):
+        p.error(f"DIR: no file {a.dir}/runs")
+    if not (re.fullmatch(r"[0-9]{1,6}", a.top, flags=re.ASCII)
+            and 1 <= int(a.top) <= 100000):
+        p.error(f"TOP: not a number 1..100000: '{a.top}'")
+    return a.dir, int(a.top)
+
+
 def main():
-    if len(sys.argv) not in (2, 3) or not os.path.isfile(
-            f"{sys.argv[1]}/runs"):
-        usage()
-    d = sys.argv[1]
-    top = 25
-    if len(sys.argv) == 3:
-        if not (sys.argv[2].isascii() and sys.argv[2].isdigit()
-                and 1 <= int(sys.argv[2]) <= 100000):
-            usage()
-        top = int(sys.argv[2])
+    d, top = parse_args(sys.argv[1:])
     rows = collections.OrderedDict()
     syms = {}
     with open(f"{d}/runs") as f:
