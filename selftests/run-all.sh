@@ -26,7 +26,9 @@
 #      kvtracegen on a regular file (selftests/kvtrace_cli.sh);
 #      tools/kvbatch-stat on fixture files (selftests/kvstat_cli.sh);
 #      tools/kvreport's targets on fixture results
-#      (selftests/kvreport_cli.sh); install-deps' and ksrc-prepare's
+#      (selftests/kvreport_cli.sh); every tool's --help, -h and bad
+#      arguments against the tools' command-line convention
+#      (selftests/tools_cli.sh); install-deps' and ksrc-prepare's
 #      pairing of each kernel image with its own source
 #      (selftests/deps_cli.sh); the Debian package and lintian.
 #
@@ -319,6 +321,9 @@ host_test kvstat_cli.sh "kvbatch-stat: " kvstat-cli.log
 
 # --- tools/kvreport on fixture results (host) -----------------------------
 host_test kvreport_cli.sh "kvreport: " kvreport-cli.log
+
+# --- every tool's command line: --help, -h, bad arguments (host) ----------
+host_test tools_cli.sh "tools cli: " tools-cli.log
 
 # --- install-deps / ksrc-prepare: each image's own source (host, stubs) ----
 host_test deps_cli.sh "deps: " deps-cli.log
