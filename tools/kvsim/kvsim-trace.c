@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * kvsim traces: see kvsim-trace.h. The built-in seed situations are kept
+ * kvsim traces: see kvsim-trace.h. The built-in situations are kept
  * as trace text and go through the same parser as files, so what --list
  * and --dump-trace show is exactly what runs.
  */
@@ -20,7 +20,7 @@ const char *const kvsim_class_names[KVSIM_NR_CLASSES] = {
 	[KVSIM_WRITE]		= "write",
 };
 
-/* The I/O priority a class of request carries (the seed's tags). */
+/* The I/O priority a class of request carries: the tags kvbatch reads. */
 static const u16 kvsim_class_ioprio[KVSIM_NR_CLASSES] = {
 	[KVSIM_DEMAND]		= KV_IOPRIO(KV_IOPRIO_CLASS_RT, 0, 4),
 	[KVSIM_HINT]		= KV_IOPRIO(KV_IOPRIO_CLASS_BE, 1, 4),
@@ -30,12 +30,12 @@ static const u16 kvsim_class_ioprio[KVSIM_NR_CLASSES] = {
 };
 
 /*
- * The seed situations (shared/seeds/batch-aware-nvme-scheduling.txt):
- * three dies, a few reads per request, built by hand. Service times are
- * round so that the timeline's ticks are few and readable.
+ * The built-in situations, named by what they show (tail, prefetch,
+ * writes): three dies, a few reads per request, built by hand. Service
+ * times are round so that the timeline's ticks are few and readable.
  */
-static const char kvsim_seed_tail[] =
-"title Seed 1: tail blocking from interleaved reads\n"
+static const char kvsim_builtin_tail[] =
+"title Tail blocking from interleaved reads\n"
 "note Six foreign reads, two per die, are queued first. Recall A (RT, one\n"
 "note read per die) and recall B (BE with an ioprio hint, two reads) follow,\n"
 "note then one more foreign read. FIFO serves them in arrival order, so every\n"
@@ -57,8 +57,8 @@ static const char kvsim_seed_tail[] =
 "20us    B        hint    R   100us    die=2\n"
 "30us    foreign  normal  R   100us    die=1\n";
 
-static const char kvsim_seed_prefetch[] =
-"title Seed 2: demand vs prefetch\n"
+static const char kvsim_builtin_prefetch[] =
+"title Demand vs prefetch\n"
 "note Nine speculative prefetch reads (IDLE), three per die, are queued\n"
 "note when a decode-critical recall of three reads arrives. FIFO makes the\n"
 "note recall wait for the prefetch ahead of it; a scheduler that knows the\n"
@@ -79,8 +79,8 @@ static const char kvsim_seed_prefetch[] =
 "5us     recall    hint      R   100us    die=1\n"
 "5us     recall    hint      R   100us    die=2\n";
 
-static const char kvsim_seed_writes[] =
-"title Seed 3: write (GC) timing during a decode-critical recall\n"
+static const char kvsim_builtin_writes[] =
+"title Write (GC) timing during a decode-critical recall\n"
 "note Three 300 us flash programs (garbage collection, or KV offload), one\n"
 "note per die, are queued together with a recall of six 100 us reads, two\n"
 "note per die. FIFO starts the programs first and the recall waits 300 us\n"
@@ -100,11 +100,11 @@ static const char kvsim_seed_writes[] =
 "0us     recall  hint   R   100us    die=2\n";
 
 const struct kvsim_builtin kvsim_builtins[] = {
-	{ "tail", "Seed 1: tail blocking from interleaved reads",
-	  kvsim_seed_tail },
-	{ "prefetch", "Seed 2: demand vs prefetch", kvsim_seed_prefetch },
-	{ "writes", "Seed 3: write (GC) timing during a decode-critical recall",
-	  kvsim_seed_writes },
+	{ "tail", "Tail blocking from interleaved reads",
+	  kvsim_builtin_tail },
+	{ "prefetch", "Demand vs prefetch", kvsim_builtin_prefetch },
+	{ "writes", "Write (GC) timing during a decode-critical recall",
+	  kvsim_builtin_writes },
 };
 
 const unsigned int kvsim_nr_builtins =
