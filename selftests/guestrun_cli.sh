@@ -36,10 +36,9 @@ rc=$?
 ktap_check "kvvm --plugin with no such file: exit 2, said so" \
 	sh -c "[ $rc = 2 ] && grep -q 'no plugin file' '$tmp/err'"
 
-# Bad values exit 2 with the usage line before anything boots: since
-# 2026-12-01 also counts beyond what QEMU or bash's arithmetic takes
-# (which started QEMU) and a guest root that does not exist (the message
-# lost the path).
+# Bad values exit 2 with the usage line before anything boots, counts
+# beyond what QEMU or bash's arithmetic takes among them, and a guest
+# root that does not exist (named in the message).
 # shellcheck disable=SC2034 # read by cli_refuses()
 vm_bad=("-c|0|--|true" "-c|x|--|true" "-c|256|--|true" "-m|63|--|true"
 	"-m|99999999|--|true" "-t|0|--|true" "-t|604801|--|true"

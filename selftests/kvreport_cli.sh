@@ -89,11 +89,10 @@ ktap_check "no arguments: exit 2 with the usage" \
 # tools/kvsuite, which writes what kvreport reads: bad arguments exit 2
 # with the usage before anything is installed, built or booted. A -t with
 # a leading zero (bash would read 08 as octal, 010 as 8), a -w that lists
-# nothing, and -w with --deep (whose boot runs none of the workloads).
-# Since 2026-12-01 also a -t too long for bash's arithmetic, the deep
-# recall row's own workload, a workload twice, and -k that is no Debian
-# kernel release of a supported series (these ran the package install
-# before).
+# nothing, and -w with --deep (whose boot runs none of the workloads);
+# a -t too long for bash's arithmetic, the deep recall row's own workload,
+# a workload twice, and -k that is no Debian kernel release of a
+# supported series (each refused before the package install).
 bad=0
 for args in "-t|08" "-t|010" "-t|0" "-t|601" "-t|x" "-w|" "-w| " "-w|bogus" \
 	    "--deep|-w|tail" "-w|tail|--deep" "--bogus" "-k" \
@@ -111,9 +110,10 @@ done
 ktap_check "kvsuite: 20 bad argument lists exit 2 with the usage" test $bad = 0
 # tools/kvcompare, which make bench runs in the guests: bad arguments
 # exit 2 with the usage before it touches the disk (a block device node
-# of no disk stands in for one: the checks come first). Since 2026-12-01
-# an unknown scheduler in -S (which loaded modules and switched first)
-# and an -o it could not write (found after every round had run).
+# of no disk stands in for one: the checks come first): among them an
+# unknown scheduler in -S (refused before any module is loaded or
+# scheduler switched) and an -o it could not write (refused before the
+# rounds run, not after).
 if [ "$(id -u)" = 0 ] && mknod "$tmp/blk" b 7 250 2> /dev/null; then
 	# shellcheck disable=SC2034 # read by cli_refuses()
 	cmp_bad=("-n|3" "-n|x" "-R|0" "-S|kvbatch" "-S|none none" "-S|foo bar"
@@ -127,7 +127,8 @@ fi
 ktap_check "a kernel with no finished run: exit 1, named" \
 	exits 1 'no finished run for 6.99.1-none' "$tmp/bench" 6.99.1-none
 # A good kernel before the missing one: nothing written for it either
-# (its summary.json was, before 2026-12-01); a kernel named twice.
+# (every kernel's results are read before any is written); a kernel
+# named twice.
 rm -f "$tmp/bench/$k/summary.json"
 ktap_check "a good kernel, then one with no run: exit 1, nothing written" \
 	sh -c "'$report' '$tmp/bench' '$k' 6.99.1-none > /dev/null 2>&1;

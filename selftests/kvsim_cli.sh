@@ -61,8 +61,8 @@ done <<'EOF'
 --trace tail --dump-trace
 --list
 EOF
-# An --html it cannot write, found before the run (after it, and the
-# report, until 2026-12-01).
+# An --html it cannot write, found before the run: after it, the run and
+# its report would be lost.
 "$kvsim" --trace tail --html "$tmp/nosuch/out.html" > "$tmp/o" 2> "$tmp/e"
 rc=$?
 if [ $rc -ne 2 ] || [ -s "$tmp/o" ] || ! grep -q '^usage: kvsim' "$tmp/e"; then
@@ -120,10 +120,10 @@ for s in nullb-kvbatch nullb-mq-deadline; do
 	ktap_check "kvsim runs the converted sample $s" \
 		sh -c "'$kvsim' --trace '$samples/$s.trace' --html '$tmp/$s.html' | grep -q '^check: every scheduler'"
 done
-# kvtrace2sim's bad arguments: the usage and exit 2, nothing written.
-# Since 2026-12-01 a --dev not MAJ,MIN (which read the whole input and
-# ended "no complete request") and a depth or chunk kvsim would not read
-# (written with exit 0 and refused by kvsim).
+# kvtrace2sim's bad arguments: the usage and exit 2, nothing written;
+# among them a --dev not MAJ,MIN (else it would read the whole input and
+# end "no complete request") and a depth or chunk kvsim would not read
+# (else a trace kvsim refuses).
 # shellcheck disable=SC2034 # read by cli_refuses()
 conv_bad=("--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0"
 	  "--queue-depth|99999999999999999999" "--chunk|99999999999"
@@ -132,8 +132,7 @@ ktap_check "kvtrace2sim: 9 bad argument lists exit 2 with the usage, write nothi
 	cli_refuses '^usage: kvtrace2sim' conv_bad -- \
 		"$conv" "$samples/nullb-kvbatch.tracefs"
 # kvrecord's bad arguments, refused before it touches tracefs (a bad -b
-# was found after the trace had been cleared and switched off, before
-# 2026-12-01).
+# found later would leave the trace cleared and switched off).
 # shellcheck disable=SC2034 # read by cli_refuses()
 rec_bad=("-b|abc|--|true" "-b|0|--|true" "-b|32|--|true"
 	 "-b|99999999999|--|true" "-d|../x|--|true")

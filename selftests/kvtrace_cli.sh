@@ -218,8 +218,8 @@ ktap_check "recall: 14 bad argument lists exit 2 with the usage, before the devi
 	cli_refuses '^usage: recall' recall_bad -- "$top/build/tools/recall"
 
 # --- the selftests' I/O helpers: bad arguments before the device ---------
-# (kvb_seqio cut -b and -q to 32 bits and took a seed with a leading
-# blank, kvb_uring_mix cut -p, before 2026-12-01.)
+# (values past 32 bits for kvb_seqio's -b and -q and kvb_uring_mix's -p,
+# which a cast would cut, and a seed with a leading blank.)
 if make -s --no-print-directory -C "$top" selftests-bin > "$tmp/sbin.log" 2>&1; then
 	# shellcheck disable=SC2034 # read by cli_refuses()
 	seqio_bad=("write|-d|x|-n|1|-b|4294967808" "write|-d|x|-n|1|-q|4294967297"
