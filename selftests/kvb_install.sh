@@ -69,23 +69,23 @@ autoload() {
 ktap_check "echo kvbatch > scheduler loads the installed module" autoload
 log "$(cat /sys/block/nvme0n1/queue/scheduler)"
 
-seedjobs() {
+fiojobs() {
 	local s=$1 f
 
 	kvb_set_sched nullb0 "$s" || return 1
 	[ "$s" = none ] || echo 256 > /sys/block/nullb0/queue/nr_requests
-	for f in "$KVB_ROOT"/tools/fio/seed*.fio; do
+	for f in "$KVB_ROOT"/tools/fio/{tail,prefetch,writes}.fio; do
 		# They run, and fio says so: a second each is enough.
 		(cd "$KVB_SCRATCH" && DEV=/dev/nullb0 RUNTIME=1 fio \
 			--output="$KVB_SCRATCH/$(basename "$f").$s.log" "$f") ||
 			{ log "$f under $s failed"; return 1; }
 	done
-	grep -h -E '^ *(high|low) prio' "$KVB_SCRATCH"/seed1-tail.fio."$s".log \
+	grep -h -E '^ *(high|low) prio' "$KVB_SCRATCH"/tail.fio."$s".log \
 		2>/dev/null | head -2 | sed "s/^/# $s: /"
 	return 0
 }
 for s in kvbatch mq-deadline none; do
-	ktap_check "tools/fio's tail, prefetch and writes jobs run under $s" seedjobs "$s"
+	ktap_check "tools/fio's tail, prefetch and writes jobs run under $s" fiojobs "$s"
 done
 kvb_set_sched nullb0 none
 
