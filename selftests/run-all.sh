@@ -28,7 +28,8 @@
 #      tools/kvreport's targets on fixture results
 #      (selftests/kvreport_cli.sh); every tool's --help, -h and bad
 #      arguments against the tools' command-line convention
-#      (selftests/tools_cli.sh); install-deps' and ksrc-prepare's
+#      (selftests/tools_cli.sh); that the documentation stays reference
+#      (selftests/docs_check.sh); install-deps' and ksrc-prepare's
 #      pairing of each kernel image with its own source
 #      (selftests/deps_cli.sh); the Debian package and lintian.
 #
@@ -325,6 +326,9 @@ host_test kvreport_cli.sh "kvreport: " kvreport-cli.log
 # --- every tool's command line: --help, -h, bad arguments (host) ----------
 host_test tools_cli.sh "tools cli: " tools-cli.log
 
+# --- the documentation: its length, and no history in the tree (host) -----
+host_test docs_check.sh "docs: " docs-check.log
+
 # --- install-deps / ksrc-prepare: each image's own source (host, stubs) ----
 host_test deps_cli.sh "deps: " deps-cli.log
 
@@ -362,9 +366,9 @@ done
 
 # --- guest results, in kernel order ---------------------------------------
 # The next boot starts as soon as any running one ends, not when the one
-# whose results come next does: a boot that dies early (the emulator, see
-# testing.rst) would otherwise leave a host CPU idle while its pair runs
-# on alone. A boot still running when its turn comes is shown whole once
+# whose results come next does: a boot that dies early (a fault of the
+# emulator's, not the kernel's) would otherwise leave a host CPU idle
+# while its pair runs on alone. A boot still running when its turn comes is shown whole once
 # it ends.
 for ((i = 0; i < ${#boot_k[@]}; i++)); do
 	while boot_running "$i"; do
