@@ -237,9 +237,9 @@ $(BUILD)/tools/kvbench: $(KVBENCH_SRCS) $(KVBENCH_HDRS)
 	$(CC) $(USER_CFLAGS) $(TOOLS_CPPFLAGS) $(JSONC_CFLAGS) -o $@ $(KVBENCH_SRCS) -luring \
 		$(JSONC_LIBS) -lm
 
-$(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c
+$(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c $(TOP)/kv-ioprio.h
 	@mkdir -p $(dir $@)
-	$(CC) $(USER_CFLAGS) -o $@ $< -luring
+	$(CC) $(USER_CFLAGS) $(TOOLS_CPPFLAGS) -o $@ $< -luring
 
 $(BUILD)/tools/tcg-insns.so: $(TOP)/tools/tcg-insns.c
 	@mkdir -p $(dir $@)

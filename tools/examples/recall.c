@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The tag's layout (tools/include; class, hint and level bits). */
-#include "../../kv-ioprio.h"
+/* The tag's layout: class, hint and level bits (kv-ioprio.h at the top). */
+#include "kv-ioprio.h"
 
 static double now_ms(void)
 {
