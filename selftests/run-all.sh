@@ -28,7 +28,9 @@
 #      tools/kvreport's targets on fixture results
 #      (selftests/kvreport_cli.sh); every tool's --help, -h and bad
 #      arguments against the tools' command-line convention
-#      (selftests/tools_cli.sh); that the documentation stays reference
+#      (selftests/tools_cli.sh); a guest of four vCPUs on QEMU's
+#      instruction clock (selftests/kvvm_icount.sh); that the
+#      documentation stays reference
 #      (selftests/docs_check.sh); install-deps' and ksrc-prepare's
 #      pairing of each kernel image with its own source
 #      (selftests/deps_cli.sh); the Debian package and lintian.
@@ -325,6 +327,9 @@ host_test kvreport_cli.sh "kvreport: " kvreport-cli.log
 
 # --- every tool's command line: --help, -h, bad arguments (host) ----------
 host_test tools_cli.sh "tools cli: " tools-cli.log
+
+# --- kvvm --icount: a guest of four vCPUs on the instruction clock --------
+host_test kvvm_icount.sh "kvvm --icount: " kvvm-icount.log
 
 # --- the documentation: its length, and no history in the tree (host) -----
 host_test docs_check.sh "docs: " docs-check.log
