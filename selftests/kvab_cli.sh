@@ -2,13 +2,15 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # kvab_cli.sh: tools/kvab on the host (selftests/run-all.sh runs it with
-# the other host tests). Every bad argument exits 2 with the usage and
-# builds nothing; -n builds a variant from a revision and one from a patch
-# file, and each module carries only its own names (module, alias,
-# elevator, trace system), so that it loads beside kvbatch; a patch that
-# does not apply exits nonzero. Then one short guest: -p counts each
-# scheduler's instructions per request and puts each one's own functions
-# under it alone. (kvvm's own refusals are selftests/guestrun_cli.sh's.)
+# the other host tests). --help prints the usage on stdout and exits 0;
+# every bad argument, by its short or long option, exits 2 with the usage
+# and builds nothing; -n builds a variant from a revision and one from a
+# patch file, each through KVB_MODNAME, and each module carries only its
+# own names (module, alias, elevator, trace system), so that it loads
+# beside kvbatch; a patch that does not apply exits nonzero. Then one
+# short guest: -p counts each scheduler's instructions per request and
+# puts each one's own functions under it alone. (kvvm's own refusals are
+# selftests/guestrun_cli.sh's.)
 # It writes nothing a guest of make test reads, so run-all.sh runs it
 # beside them.
 # Output is TAP (ktap_helpers.sh).
@@ -57,24 +59,43 @@ for args in "-r 0" "-r x" "-r 100" "-t 0" "-t 1000" "-c 0" "-c 9" "-c x" \
 	fi
 done
 # A scheduler listed twice (its runs would sum into one mean), and a
-# variant named so that it would be a second kvbatch; since 2026-12-01 a
-# kvbatch tunable it does not have or a value it refuses (which failed in
-# the guest, after the build and the boot), one scheduler alone, a row
-# twice, and -p with -n (which ignored it).
+# variant named so that it would be a second kvbatch; a kvbatch tunable
+# it does not have or a value it refuses (checked before the build and the
+# boot, not in the guest), one scheduler alone, a row twice, and -p with
+# -n; the long options; a revision older than KVB_MODNAME (the first
+# commit), whose module cannot be renamed.
+root=$(git -C "$top" rev-list --max-parents=0 HEAD | tail -n 1)
 for args in "-s|mq-deadline kvbatch kvbatch" "atch=HEAD" \
 	    "-s|mq-deadline kvbatch:nosuch_knob=1" \
 	    "-s|mq-deadline kvbatch:max_inflight=abc" \
 	    "-s|mq-deadline kvbatch:max_inflight=4097" \
 	    "-s|mq-deadline kvbatch:batch_key=bogus" \
-	    "-s|kvbatch" "-w|cost cost" "-n|-p"; do
+	    "-s|kvbatch" "-w|cost cost" "-n|-p" \
+	    "--rounds|0" "--time=1000" "--cpus|9" "--rows|foo" \
+	    "--schedulers|kvbatch" "--kernel|nosuch" "--build-only|--profile" \
+	    "c1=$root"; do
 	IFS='|' read -r -a argv <<< "$args"
 	if ! refuses "${argv[@]}"; then
 		ktap_print_msg "not refused as expected: tools/kvab ${argv[*]}"
 		bad=$((bad + 1))
 	fi
 done
-ktap_check "34 bad argument lists: exit 2 with the usage, nothing built" \
+ktap_check "42 bad argument lists: exit 2 with the usage, nothing built" \
 	[ $bad = 0 ]
+# helps: --help and -h print the usage and the long options on stdout,
+# nothing on stderr, and exit 0. (Called through ktap_check.)
+# shellcheck disable=SC2317
+helps() {
+	local opt
+
+	for opt in --help -h; do
+		"$kvab" "$opt" > "$tmp/out" 2> "$tmp/err" &&
+			grep -q '^usage: tools/kvab ' "$tmp/out" &&
+			grep -q -- '--schedulers' "$tmp/out" &&
+			[ ! -s "$tmp/err" ] || return 1
+	done
+}
+ktap_check "--help and -h: the usage and the options on stdout, exit 0" helps
 
 # kvinsns.py on fixed counts: each scheduler's own functions are its
 # module's ([kyber_iosched] for kyber, [kvbatch] for kvbatch) or, built
@@ -93,10 +114,9 @@ echo 'ffffffffc0002000 10 100' > "$tmp/prof-fix/snap.3"
 python3 "$top/tools/lib/kvinsns.py" "$tmp/prof-fix" > "$tmp/fix.out" 2>&1
 ktap_check "kvinsns.py: a module scheduler's (kyber's) own functions are its module's" \
 	grep -qE "^the scheduler's own functions +100 +100 +100\$" "$tmp/fix.out"
-# Its bad arguments: the usage and exit 2, not a traceback (a missing
-# directory, -h and a TOP of 0 gave one before 2026-12-01).
+# Its bad arguments: the usage and exit 2, not a traceback.
 # shellcheck disable=SC2034 # read by cli_refuses()
-insns_bad=("/nonexistent" "-h" "$tmp/prof-fix|0" "$tmp/prof-fix|x"
+insns_bad=("/nonexistent" "--nosuch" "$tmp/prof-fix|0" "$tmp/prof-fix|x"
 	   "$tmp/prof-fix|1|2" "$tmp")
 ktap_check "kvinsns.py: 6 bad argument lists exit 2 with the usage" \
 	cli_refuses '^usage: tools/lib/kvinsns.py ' insns_bad -- \

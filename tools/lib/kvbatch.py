@@ -88,3 +88,35 @@ def align(rows):
     widths = [max(len(c) for c in col) for col in zip(*rows)]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip()
             for r in rows]
+
+
+def shell_words(name):
+    """The words of NAME, an array (or a string) of tools/lib/kvbatch.sh:
+    the one copy of a definition the shell tools share (a null_blk shape,
+    a workload's kvbench arguments)."""
+    r = subprocess.run(["bash", "-c", 'source "$1" && [ -v "$2" ] &&'
+                        ' declare -n v="$2" && printf "%s\\0" "${v[@]}"',
+                        "bash", _SHELL_LIB, name], stdout=subprocess.PIPE,
+                       text=True, check=False)
+    if r.returncode != 0:
+        raise LookupError(f"{_SHELL_LIB}: no {name}")
+    return r.stdout.split("\0")[:-1]
+
+
+def tunable_ok(header, knob, value):
+    """kvb_tunable_ok of tools/lib/kvbatch.sh: whether kvbatch takes VALUE
+    for iosched/KNOB, by HEADER (kv-tunables.h, the list the module is
+    built from)."""
+    return subprocess.run(["bash", "-c", 'source "$1" && shift &&'
+                           ' kvb_tunable_ok "$@"', "bash", _SHELL_LIB,
+                           header, knob, value],
+                          check=False).returncode == 0
+
+
+def nullb_reload(params):
+    """kvb_nullb_reload of tools/lib/kvbatch.sh: null_blk reloaded with
+    one blk-mq device, nullb0, shaped by the module parameters PARAMS;
+    False if it did not load or nullb0 did not appear."""
+    return subprocess.run(["bash", "-c", 'source "$1" && shift &&'
+                           ' kvb_nullb_reload "$@"', "bash", _SHELL_LIB,
+                           *params], check=False).returncode == 0
