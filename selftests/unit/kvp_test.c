@@ -441,12 +441,12 @@ static bool check_conservation(struct run3 *r, const struct kvs_req *trace)
 				ok = false;
 		}
 		for (d = 0; d < s->cfg.dies; d++) {
-			EXPECT(s->die_busy[d] == per_die[d],
+			EXPECT(s->dies[d].busy_ns == per_die[d],
 			       "%s: die %u busy %llu, work %llu",
 			       kvs_sched_names[k], d,
-			       (unsigned long long)s->die_busy[d],
+			       (unsigned long long)s->dies[d].busy_ns,
 			       (unsigned long long)per_die[d]);
-			if (s->die_busy[d] != per_die[d])
+			if (s->dies[d].busy_ns != per_die[d])
 				ok = false;
 		}
 	}

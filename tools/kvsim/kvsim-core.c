@@ -187,36 +187,35 @@ static void kvs_sched_requeue(struct kvs_sim *s, struct kvs_req *rq)
 
 /* ---- device side ------------------------------------------------------ */
 
+/* The request enters its die's FIFO: the model says when it will end. */
 static void kvs_start(struct kvs_sim *s, struct kvs_req *rq)
 {
-	rq->start = s->now;
-	s->die_busy[rq->sdie] += rq->service;
+	u64 end = kvssd_die_submit(&s->dev, rq->sdie, s->now, rq->service,
+				   rq->write);
+
+	rq->start = end - rq->service;
 }
 
 static void kvs_dispatch(struct kvs_sim *s, struct kvs_req *rq)
 {
-	struct list_head *dq = &s->die_q[rq->sdie];
-	bool idle = list_empty(dq);
+	bool idle = !kvssd_die_busy(&s->dev, rq->sdie, s->now);
 
 	kvs_sched_dispatched(s, rq);
 	rq->dispatch = s->now;
 	rq->dseq = s->nr_dispatches++;
 	rq->nr_dispatch++;
-	list_add_tail(&rq->dnode, dq);
+	list_add_tail(&rq->dnode, &s->die_q[rq->sdie]);
 	s->nr_tier_device[rq->tier]++;
 	if (++s->in_device > s->max_in_device)
 		s->max_in_device = s->in_device;
-	if (idle) {
-		kvs_start(s, rq);
-		kvs_hook(s, KVS_EV_DISPATCH, rq);
-		return;
-	}
-	s->nr_stalls++;
-	if (s->cfg.sched == KVS_KVBATCH && s->cfg.requeue_every &&
+	if (!idle)
+		s->nr_stalls++;
+	if (!idle && s->cfg.sched == KVS_KVBATCH && s->cfg.requeue_every &&
 	    !rq->nr_requeue && s->nr_stalls % s->cfg.requeue_every == 0) {
 		/*
-		 * Not started yet, so it can be handed back, as a driver
-		 * returning BLK_STS_RESOURCE would.
+		 * It would wait for a busy die, so it has not started and
+		 * can be handed back, as a driver returning BLK_STS_RESOURCE
+		 * would.
 		 */
 		kvs_hook(s, KVS_EV_DISPATCH, rq);
 		list_del_init(&rq->dnode);
@@ -228,15 +227,14 @@ static void kvs_dispatch(struct kvs_sim *s, struct kvs_req *rq)
 		kvs_hook(s, KVS_EV_REQUEUE, rq);
 		return;
 	}
+	kvs_start(s, rq);
 	kvs_hook(s, KVS_EV_DISPATCH, rq);
 }
 
 static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
 {
-	struct list_head *dq = &s->die_q[rq->sdie];
-	struct kvs_req *next;
-
 	list_del_init(&rq->dnode);
+	kvssd_die_done(&s->dev, rq->sdie);
 	rq->complete = s->now;
 	rq->nr_complete++;
 	s->in_device--;
@@ -253,10 +251,6 @@ static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
 			s->ps->p.max_inflight = s->depth.limit;
 	}
 	kvs_hook(s, KVS_EV_COMPLETE, rq);
-
-	next = list_first_entry_or_null(dq, struct kvs_req, dnode);
-	if (next)
-		kvs_start(s, next);
 }
 
 /* ---- the run ---------------------------------------------------------- */
@@ -274,6 +268,19 @@ static int kvs_cmp_arrival(const void *a, const void *b)
 static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		     struct kvs_req *rqs, u32 nr)
 {
+	/*
+	 * Every request names its die and service time, so the model's
+	 * striping and page times are not used: any valid values do.
+	 */
+	struct kvssd_config dev = {
+		.channels = 1,
+		.dies_per_channel = cfg->dies,
+		.stripe_sectors = 8,
+		.page_sectors = 8,
+		.read_ns = 1,
+		.program_ns = 1,
+		.erase_ns = 1,
+	};
 	u32 i;
 
 	memset(s, 0, sizeof(*s));
@@ -281,7 +288,8 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 	s->rqs = rqs;
 	s->nr = nr;
 	if (!cfg->dies || cfg->dies > KVS_MAX_DIES || !cfg->qdepth ||
-	    cfg->sched >= KVS_NR_SCHEDS)
+	    cfg->sched >= KVS_NR_SCHEDS ||
+	    kvssd_model_init(&s->dev, &dev, s->dies))
 		return -1;
 	for (i = 0; i < cfg->dies; i++)
 		INIT_LIST_HEAD(&s->die_q[i]);
@@ -418,6 +426,6 @@ u64 kvs_total_work(const struct kvs_sim *s)
 	u32 d;
 
 	for (d = 0; d < s->cfg.dies; d++)
-		sum += s->die_busy[d];
+		sum += s->dies[d].busy_ns;
 	return sum;
 }

@@ -5,12 +5,14 @@
  * does, and to compare it with FIFO and class-priority dispatch on the same
  * trace.
  *
- * The device has D dies (parallel servers) and holds at most qdepth
- * requests. A request dispatched to the device joins its die's FIFO and is
- * served when the die is free, so the scheduler only decides the order in
- * which requests enter the device: that is all an elevator controls. Every
- * request costs its service time on its die under every scheduler, so the
- * per-die busy time (the "total work") does not depend on the order.
+ * The device is the flash model of kvssd/kvssd-model.h, which the kvssd
+ * test driver also runs: D dies (parallel servers), each a FIFO, behind a
+ * device queue of at most qdepth requests. A request dispatched to the
+ * device joins its die's FIFO and is served when the die is free, so the
+ * scheduler only decides the order in which requests enter the device:
+ * that is all an elevator controls. Every request costs its service time
+ * on its die under every scheduler, so the per-die busy time (the "total
+ * work") does not depend on the order.
  *
  * Time is integer nanoseconds. Ties are broken deterministically: at one
  * instant, completions are handled first (lowest die first), then arrivals
@@ -21,6 +23,7 @@
 
 #include "kv-user.h"
 #include "kv-policy.h"
+#include "kvssd/kvssd-model.h"
 
 #define KVS_MAX_DIES	16
 #define KVS_NO_TIME	(~0ULL)
@@ -116,9 +119,10 @@ struct kvs_sim {
 	u32		nr;
 	u64		now;
 
-	/* Device. */
-	struct list_head die_q[KVS_MAX_DIES];	/* head is in service */
-	u64		die_busy[KVS_MAX_DIES];	/* total service time */
+	/* Device: the model, and each die's requests in completion order. */
+	struct kvssd_model dev;
+	struct kvssd_die dies[KVS_MAX_DIES];
+	struct list_head die_q[KVS_MAX_DIES];	/* head completes first */
 	u32		in_device;
 	u32		max_in_device;
 
