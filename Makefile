@@ -6,6 +6,8 @@
 #   make KERNELRELEASE=<ver>   build for another installed kernel
 #   make KDIR=<dir> KSRC=<dir> use another build tree / kernel source tree
 #   make all-kernels           build for every supported installed kernel
+#   make kvssd                 build/<ver>/kvssd/kvssd.ko, a deep SSD model
+#                              as a block device (tests, benchmarks)
 #   make test                  the test suite (what .ci/run runs)
 #   make test-extended         the same with every test on every kernel
 #   make test-debug            selftests on a KASAN/lockdep/kmemleak kernel
@@ -97,10 +99,17 @@ else
   KVB_BLOCK_INC	:= $(KSRC_DIR)/block
 endif
 
+# kvssd.ko (kvssd/): a deep SSD model as a block device for the tests and
+# benchmarks, not in the Debian package. Built in build/KREL/kvssd/ from
+# links, "SOURCE:LINK": its driver is linked as kvssd-main.c (kvssd/Kbuild).
+KVSSD_DIR	:= $(BUILD)/$(KREL)/kvssd
+KVSSD_LINKS	:= Kbuild:Kbuild kvssd.c:kvssd-main.c \
+		   kvssd-model.c:kvssd-model.c kvssd-model.h:kvssd-model.h
+
 SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-defs.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h scripts
 CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-defs.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h
 
-.PHONY: all modules prepare all-kernels test test-extended test-debug soak \
+.PHONY: all modules prepare all-kernels kvssd test test-extended test-debug soak \
 	unit demo bench \
 	checkpatch sparse \
 	deps clean help print-kernels print-series selftests-bin tools kvsim \
@@ -137,7 +146,7 @@ endif
 	@for f in $(SOURCES); do ln -sfn $(TOP)/$$f $(OBJDIR)/$$f; done
 
 ifneq ($(IN_ROOT),)
-modules sparse checkpatch:
+modules sparse checkpatch kvssd:
 	@echo "  ROOT    $@ for $(KREL) in $(IN_ROOT)"
 	@$(TOP)/scripts/in-root.sh $(IN_ROOT) $(TOP) make --no-print-directory \
 		KVB_IN_ROOT=1 KERNELRELEASE=$(KREL) KVB_MODNAME=$(KVB_MODNAME) \
@@ -147,12 +156,20 @@ modules: prepare
 	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) \
 		KVB_MODNAME=$(KVB_MODNAME) modules
 	@echo "  BUILT   $(OBJDIR)/$(KVB_MODNAME).ko"
+
+kvssd:
+	@test -n "$(KREL)" || { echo "kvssd: no kernel to build for: pass KERNELRELEASE=" >&2; exit 1; }
+	@test -f "$(KDIR)/Makefile" || { echo "kvssd: no build tree for $(KREL) in $(KDIR): apt-get install linux-headers-$(KREL) (or pass KDIR=)" >&2; exit 1; }
+	@mkdir -p $(KVSSD_DIR)
+	@for l in $(KVSSD_LINKS); do ln -sfn $(TOP)/kvssd/$${l%%:*} $(KVSSD_DIR)/$${l#*:}; done
+	$(MAKE) -C $(KDIR) M=$(KVSSD_DIR) modules
+	@echo "  BUILT   $(KVSSD_DIR)/kvssd.ko"
 endif
 
 all-kernels:
 	@test -n "$(SUPPORTED_KRELS)" || { echo "kvbatch: no supported kernel in /boot: run scripts/install-deps.sh" >&2; exit 1; }
 	@for k in $(SUPPORTED_KRELS); do \
-		$(MAKE) -C $(TOP) --no-print-directory KERNELRELEASE=$$k modules || exit 1; \
+		$(MAKE) -C $(TOP) --no-print-directory KERNELRELEASE=$$k modules kvssd || exit 1; \
 	done
 
 # Install where modprobe (and the block layer's request_module of
@@ -193,6 +210,8 @@ deb:
 # The trace header names itself to the tracepoint machinery as the bare
 # tokens kv-trace (TRACE_INCLUDE_FILE), whose hyphen checkpatch reads as
 # a minus without spaces: its spacing checks are off for that file alone.
+# kvssd/ builds for the three series through a few LINUX_VERSION_CODE
+# helpers, which checkpatch asks in-tree code not to have.
 ifeq ($(IN_ROOT),)
 checkpatch: prepare
 ifeq ($(KSRC),)
@@ -204,6 +223,9 @@ endif
 	$(KSRC_DIR)/scripts/checkpatch.pl --strict --no-tree --show-types \
 		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG,SPACING \
 		-f $(TOP)/kv-trace.h
+	$(KSRC_DIR)/scripts/checkpatch.pl --strict --no-tree --show-types \
+		--ignore FILE_PATH_CHANGES,SPDX_LICENSE_TAG,LINUX_VERSION_CODE \
+		-f $(wildcard $(TOP)/kvssd/*.[ch])
 
 sparse: prepare
 	$(MAKE) -C $(KDIR) M=$(OBJDIR) KVB_BLOCK_INC=$(KVB_BLOCK_INC) C=2 \
