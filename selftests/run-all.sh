@@ -5,6 +5,7 @@
 #
 #   1. install missing Debian packages (scripts/install-deps.sh);
 #   2. static checks: W=1 build for every supported kernel and sparse;
+#      kvssd.ko (kvssd/), which kvb_kvssd.sh loads in the guests;
 #      the tools and the selftest helpers; what
 #      kvvm and run-guest.sh refuse (selftests/guestrun_cli.sh);
 #   3. for each supported kernel (Debian 12's 6.1 and 6.12, Debian 13's
@@ -72,6 +73,17 @@ for k in $kernels; do
 	else
 		tail -20 "$log" | ktap_diag
 		ktap_test_fail "build $k with W=1 is warning-free"
+	fi
+	log=$logdir/kvssd-$k.log
+	if make --no-print-directory KERNELRELEASE="$k" W=1 -B kvssd > "$log" 2>&1; then
+		if grep -E 'warning:|error:' "$log" | ktap_diag | grep .; then
+			ktap_test_fail "build kvssd for $k with W=1 is warning-free"
+		else
+			ktap_test_pass "build kvssd for $k with W=1 is warning-free"
+		fi
+	else
+		tail -20 "$log" | ktap_diag
+		ktap_test_fail "build kvssd for $k with W=1 is warning-free"
 	fi
 done
 
