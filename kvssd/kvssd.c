@@ -577,7 +577,7 @@ static int __init kvssd_init(void)
 	if (ret)
 		return ret;
 
-	dev = kzalloc(sizeof(*dev), GFP_KERNEL);
+	dev = kzalloc_node(sizeof(*dev), GFP_KERNEL, NUMA_NO_NODE);
 	if (!dev)
 		return -ENOMEM;
 	spin_lock_init(&dev->lock);
