@@ -106,8 +106,8 @@ KVSSD_DIR	:= $(BUILD)/$(KREL)/kvssd
 KVSSD_LINKS	:= Kbuild:Kbuild kvssd.c:kvssd-main.c \
 		   kvssd-model.c:kvssd-model.c kvssd-model.h:kvssd-model.h
 
-SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-debugfs.c kv-defs.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h scripts
-CSOURCES	:= kv-sched.c kv-policy.c kv-debugfs.c kv-defs.h kv-policy.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h
+SOURCES		:= Kbuild kv-sched.c kv-policy.c kv-depth.c kv-debugfs.c kv-defs.h kv-policy.h kv-depth.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h scripts
+CSOURCES	:= kv-sched.c kv-policy.c kv-depth.c kv-debugfs.c kv-defs.h kv-policy.h kv-depth.h kv-elv.h kv-tunables.h kv-ioprio.h kv-compat.h kv-trace.h
 
 .PHONY: all modules prepare all-kernels kvssd test test-extended test-debug soak \
 	unit demo bench \

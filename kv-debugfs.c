@@ -205,6 +205,7 @@ KVB_DEBUGFS_SHOW(stats)
 
 static int kvb_depth(struct kvb_data *kd, struct seq_file *m)
 {
+	const struct kvp_depth *d = &kd->ps->depth;
 	bool demand;
 
 	demand = kvb_lock_applied(kd);
@@ -212,21 +213,20 @@ static int kvb_depth(struct kvb_data *kd, struct seq_file *m)
 	seq_printf(m, "nr_requests_too_small %d\n", kd->small_pool);
 	seq_printf(m, "async_depth %u\n", kd->async_depth);
 	seq_printf(m, "write_defer_max %u\n", kd->ps->p.write_defer_max);
-	seq_printf(m, "max_inflight %u%s\n", kd->ps->p.max_inflight,
-		   kvb_tun(kd, KVB_MAX_INFLIGHT) ? "" : " (auto)");
-	seq_printf(m, "auto_limit %u\n", kd->depth.limit);
-	seq_printf(m, "auto_ceiling %u\n", kd->depth.max);
+	seq_printf(m, "max_inflight %u%s\n",
+		   kd->ps->p.limit_auto ? d->limit : kd->ps->p.max_inflight,
+		   kd->ps->p.limit_auto ? " (auto)" : "");
+	seq_printf(m, "auto_limit %u\n", d->limit);
+	seq_printf(m, "auto_ceiling %u\n", kd->ceiling);
+	seq_printf(m, "auto_probing %d\n", d->probing);
 	seq_printf(m, "auto_service_us %llu\n",
-		   div_u64(kd->depth.base_ns, NSEC_PER_USEC));
-	seq_printf(m, "auto_rate %llu\n", kd->depth.ref_rate);
-	seq_printf(m, "auto_trial %s\n",
-		   kd->depth.trial == KVP_TRIAL_UP ? "up" :
-		   kd->depth.trial == KVP_TRIAL_DOWN ? "down" : "none");
-	seq_printf(m, "auto_windows %llu\n", kd->depth.windows);
-	seq_printf(m, "auto_grows %llu\n", kd->depth.grows);
-	seq_printf(m, "auto_shrinks %llu\n", kd->depth.shrinks);
-	seq_printf(m, "auto_reverts %llu\n", kd->depth.reverts);
-	seq_printf(m, "auto_restarts %llu\n", kd->depth.restarts);
+		   div_u64(d->base_ns, NSEC_PER_USEC));
+	seq_printf(m, "auto_service_cv2_pct %u\n",
+		   (u32)div_u64((u64)d->cv2 * 100, 1U << 16));
+	seq_printf(m, "auto_dies %u\n", kvp_depth_dies(d));
+	seq_printf(m, "auto_windows %llu\n", d->windows);
+	seq_printf(m, "auto_probes %llu\n", d->probes);
+	seq_printf(m, "auto_changes %llu\n", d->changes);
 	seq_printf(m, "inflight %u\n", kd->ps->inflight);
 	seq_printf(m, "held %d\n", kd->held);
 	seq_printf(m, "demand_about %d\n", kd->ps->demand_about);

@@ -28,7 +28,7 @@
 #define KVB_STR(x)	#x
 #define KVB_XSTR(x)	KVB_STR(x)
 #define KVB_NAME	KVB_XSTR(KVB_MODNAME)
-#define KVB_VERSION	"0.2.0"
+#define KVB_VERSION	"0.3.0"
 
 /* The tunables (the list is kv-tunables.h): KVB_<NAME> indexes them. */
 #define KVB_TUNABLE(id, ...)	KVB_##id,

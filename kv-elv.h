@@ -106,8 +106,8 @@ struct kvb_data {
 	unsigned int		sched_depth;	/* nr_requests */
 	bool			small_pool;	/* warned about nr_requests */
 
-	/* The automatic max_inflight (kv-policy.c). */
-	struct kvp_depth	depth;
+	/* What the device holds: the automatic max_inflight's ceiling. */
+	unsigned int		ceiling;
 	unsigned int		tun[KVB_NR_TUNABLES];
 	struct kvb_stats	stats;
 };

@@ -43,6 +43,7 @@
 /* Outside the kernel there are no tracepoints. */
 #define trace_kvbatch_batch_open(...)	do { } while (0)
 #define trace_kvbatch_batch_close(...)	do { } while (0)
+#define trace_kvbatch_depth(dev, old, new, ns)	((void)(old))
 #endif
 
 const char *const kvb_tier_names[KVB_NR_TIERS] = {
@@ -527,17 +528,22 @@ void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
 }
 
 void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
-		       u64 head_ns, u32 bytes)
+		       u64 head_ns, u32 bytes, u64 now)
 {
 	kvp_count(ps, b, -1, 1);
 	b->nr_rqs++;
 	b->bytes += bytes;
 	kvp_set_head(ps, b, head_ns);
+	if (ps->p.limit_auto)
+		kvp_depth_dispatched(&ps->depth, ps->inflight, now);
 }
 
-void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes)
+void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes,
+		   u64 now)
 {
 	kvp_count(ps, b, 0, 1);
+	if (ps->p.limit_auto)
+		kvp_depth_dispatched(&ps->depth, ps->inflight, now);
 	b->nr_rqs++;
 	b->bytes += bytes;
 	/* As kvp_share_account() would: no tier is queued, none is owed. */
@@ -559,9 +565,16 @@ void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 	kvp_set_head(ps, b, head_ns);
 }
 
-void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now)
+void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now,
+		      u64 lat_ns)
 {
+	struct kvp_depth *d = &ps->depth;
+	u32 old = d->limit;
+
 	kvp_count(ps, b, 0, -1);
+	if (ps->p.limit_auto &&
+	    kvp_depth_completed(d, now, lat_ns, ps->inflight, ps->queued))
+		trace_kvbatch_depth(ps->dev, old, d->limit, d->base_ns);
 	if (b->queued)
 		kvp_heap_fix(&ps->tier[b->tier].work, b);
 	else if (!b->inflight)
@@ -628,6 +641,19 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun)
 	p->max_inflight = tun[KVB_MAX_INFLIGHT];
 	p->share_pct[KVB_TIER_NORMAL] = tun[KVB_NORMAL_SHARE_PCT];
 	p->share_pct[KVB_TIER_PREFETCH] = tun[KVB_PREFETCH_SHARE_PCT];
+}
+
+void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p)
+{
+	bool was_auto = ps->p.limit_auto;
+
+	ps->p = *p;
+	if (!p->limit_auto)
+		return;
+	if (!was_auto)
+		kvp_depth_init(&ps->depth, p->limit_ceiling);
+	else if (p->limit_ceiling != ps->depth.max)
+		kvp_depth_set_max(&ps->depth, p->limit_ceiling);
 }
 
 /*
@@ -781,400 +807,3 @@ bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until)
 	*until = wq->head_ns + ps->p.expire_ns[KVB_TIER_WRITE];
 	return true;
 }
-
-/* ---- the depth controller (automatic max_inflight) --------------------- */
-
-void kvp_depth_init(struct kvp_depth *d, u32 max)
-{
-	memset(d, 0, sizeof(*d));
-	/*
-	 * Start at the ceiling: a limit too low costs throughput at once,
-	 * one too high costs only order until the first trials lower it.
-	 */
-	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
-	d->limit = d->max;
-}
-
-void kvp_depth_set_max(struct kvp_depth *d, u32 max)
-{
-	u32 old = d->max;
-
-	d->max = max > KVP_DEPTH_MIN ? max : KVP_DEPTH_MIN;
-	/* A limit at the old ceiling found nothing to trim: it follows. */
-	if (d->limit > d->max || d->limit == old)
-		d->limit = d->max;
-	/*
-	 * So does the limit a running trial goes back to if it fails: it
-	 * would otherwise restore the old ceiling, or a limit above the new
-	 * one.
-	 */
-	if (d->trial != KVP_TRIAL_NONE &&
-	    (d->trial_from > d->max || d->trial_from == old))
-		d->trial_from = d->max;
-}
-
-/* Busy time of the current window up to @now. */
-static u64 kvp_depth_busy(const struct kvp_depth *d, u64 now)
-{
-	u64 busy = d->busy_ns;
-
-	if (d->busy_since && now > d->busy_since)
-		busy += now - d->busy_since;
-	return busy;
-}
-
-static void kvp_depth_window_reset(struct kvp_depth *d)
-{
-	d->busy_ns = 0;
-	d->lat_ns = 0;
-	d->min_ns = 0;
-	d->done = 0;
-	d->bound = 0;
-	d->peak = 0;
-}
-
-/*
- * A new window from @now, with @inflight requests in the device: busy
- * from now if any, idle from now if none.
- */
-static void kvp_depth_window_restart(struct kvp_depth *d, u64 now,
-				     u32 inflight)
-{
-	kvp_depth_window_reset(d);
-	d->busy_since = inflight ? (now ? now : 1) : 0;
-	if (!inflight)
-		d->idle_since = now;
-}
-
-/*
- * The first request after an idle period opens a busy period. Only busy
- * time counts towards a window, so bursts separated by think time are
- * measured as what they are; a window left half full for longer than a
- * second describes a device state that may be gone, and starts afresh.
- */
-void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now)
-{
-	if (inflight > d->peak)
-		d->peak = inflight;
-	if (inflight != 1 || d->busy_since)
-		return;
-	if (d->idle_since && now > d->idle_since &&
-	    now - d->idle_since > KVP_DEPTH_STALE_NS && d->done) {
-		kvp_depth_window_reset(d);
-		d->restarts++;
-	}
-	d->busy_since = now ? now : 1;
-}
-
-/* Start a trial at @limit, remembering where it came from. */
-static void kvp_depth_try(struct kvp_depth *d, enum kvp_depth_trial trial,
-			  u32 limit, u64 rate)
-{
-	d->trial = trial;
-	d->trial_from = d->limit;
-	d->trial_rate = rate;
-	d->trial_mean = d->ref_mean;
-	d->limit = limit;
-	/*
-	 * The requests in flight now were dispatched under the old limit
-	 * and leave first: the trial's window starts after them.
-	 */
-	d->settle = d->peak > d->trial_from ? d->trial_from : d->peak;
-}
-
-/*
- * A trial's verdict after its window: keep its limit, or undo it and wait
- * longer (4, 8, ... windows) before the next trial of its kind. @rate and
- * @mean, the window's throughput and service time, become the reference
- * for later trials when it is kept; an undo passes 0 for them.
- */
-static void kvp_depth_verdict(struct kvp_depth *d, bool keep, u64 rate,
-			      u64 mean, u64 *kept, u32 *wait, u32 *backoff)
-{
-	d->trial = KVP_TRIAL_NONE;
-	if (keep) {
-		*backoff = 0;
-		(*kept)++;
-		d->ref_rate = rate;
-		d->ref_mean = mean;
-		return;
-	}
-	d->limit = d->trial_from;
-	d->reverts++;
-	*backoff = *backoff ? *backoff * 2 : 1;
-	if (*backoff > KVP_DEPTH_BACKOFF_MAX)
-		*backoff = KVP_DEPTH_BACKOFF_MAX;
-	*wait = 4 * *backoff;
-}
-
-/*
- * One window's verdict. @rate is completions per second of busy time,
- * @mean the mean service time. The limit bound when it held work back for
- * at least a quarter of the completions, and was full for three quarters.
- */
-static void kvp_depth_decide(struct kvp_depth *d, u64 rate, u64 mean)
-{
-	bool bound = d->bound * 4 >= d->done;
-	bool full = d->bound * 4 >= d->done * 3;
-	u32 peak = d->peak;
-	u64 base = d->base_ns;
-	bool idle_units, grow;
-	u32 step, floor, from, driven;
-	u64 need, used;
-
-	/*
-	 * A trial ends after one window: keep it or undo it. It is compared
-	 * with the smoothed throughput at the limit it left, so one lucky or
-	 * unlucky window does not decide it alone.
-	 */
-	if (d->trial == KVP_TRIAL_UP) {
-		/* Deeper must buy at least 1/32 more throughput. */
-		kvp_depth_verdict(d, rate * 32 >= d->trial_rate * 33, rate,
-				  mean, &d->grows, &d->wait_up, &d->backoff_up);
-		return;
-	}
-	if (d->trial == KVP_TRIAL_DOWN) {
-		/*
-		 * Shallower must show that depth was hurting: a service time
-		 * at least 1/16 shorter (the requests no longer wait inside
-		 * the device, they wait in kvbatch, where order applies), at
-		 * a cost of at most 1/64 of the throughput. A device whose
-		 * service time does not depend on depth (free parallel
-		 * units, or a host that is slower than the device) keeps its
-		 * depth: a hold there only adds a queue run to the wait.
-		 *
-		 * With the limit full all the window, Little's law gives the
-		 * throughput as limit / mean service time, from every
-		 * request's own time; counting completions over the window
-		 * is off by up to a generation of requests in flight when
-		 * they complete in waves.
-		 *
-		 * And only a trial whose limit held work back for a third of
-		 * its window's completions or more shows anything. Where it
-		 * held less (the load fell, or the limit was in force only
-		 * while demand was about), the window's throughput and service
-		 * time are the load's, which moves from window to window by
-		 * more than these margins: a deep recall load's rate at one
-		 * limit can vary by a factor of two or more between windows,
-		 * and a trial that held back up to nearly a third of its
-		 * completions could pass on the load's movement alone,
-		 * halving the depth at half the throughput the deeper limit
-		 * had shown a few windows before. A rate-throttled device
-		 * whose load sits under the trial's limit but for its pulses
-		 * holds back a little more than a third, and its service time
-		 * does fall with the depth: the bar lies between the two. Not
-		 * keeping a trial costs only order, until one that binds.
-		 */
-		if (d->bound * 3 < d->done) {
-			kvp_depth_verdict(d, false, 0, 0, &d->shrinks,
-					  &d->wait_down, &d->backoff_down);
-			return;
-		}
-		if (full)
-			rate = div64_u64((u64)d->limit * NSEC_PER_SEC,
-					 mean ? mean : 1);
-		kvp_depth_verdict(d, rate * 64 >= d->trial_rate * 63 &&
-				  mean * 16 <= d->trial_mean * 15, rate, mean,
-				  &d->shrinks, &d->wait_down, &d->backoff_down);
-		return;
-	}
-	/*
-	 * The first window starts with the device empty: its throughput
-	 * counts the fill, up to a service time with nothing completing
-	 * (a host-bound device's queue takes that long to build up). As
-	 * the reference, it would let the first shallower trial pass at
-	 * less than the device did, and every later trial is measured
-	 * against what that one kept.
-	 */
-	if (d->windows == 1)
-		return;
-	d->ref_rate = d->windows > 2 ? (3 * d->ref_rate + rate) / 4 : rate;
-	d->ref_mean = d->windows > 2 ? (3 * d->ref_mean + mean) / 4 : mean;
-	rate = d->ref_rate;
-	if (d->wait_up)
-		d->wait_up--;
-	if (d->wait_down)
-		d->wait_down--;
-
-	/*
-	 * The service time is near its unloaded value while the limit binds:
-	 * the device seems to have idle parallelism, so only a deeper trial
-	 * makes sense, and a bold one; unless the last deeper trial just
-	 * showed otherwise (the unloaded value may be a loaded one, if the
-	 * device was never seen idle).
-	 */
-	idle_units = bound && mean * 4 < base * 5 && !d->wait_up;
-	/*
-	 * Nor when the limit was full nearly all the window: the throughput
-	 * was the limit's (Little's law), and only a deeper trial shows
-	 * whether the device would do more. A shallower one would keep the
-	 * throughput only if the service time fell in proportion to the
-	 * depth, and costs what it holds back until its verdict. A limit
-	 * kept while the host was the bottleneck (its own delays shrinking
-	 * the service time with the depth) can bind like this once the host
-	 * is fast again.
-	 */
-	grow = idle_units || (full && !d->wait_up && d->limit < d->max);
-
-	/*
-	 * Try a quarter less depth: kept if the throughput holds, so the
-	 * limit settles at the shallowest depth that keeps the device as busy
-	 * as a deeper one, and the rest of the queue stays in kvbatch, where
-	 * its order applies. Never below what Little's law says the measured
-	 * throughput needs at the fastest service time seen.
-	 */
-	if (!d->wait_down && !grow) {
-		/*
-		 * From the depth actually used: under a limit that did not
-		 * bind, a trial a quarter below the limit would change
-		 * nothing and show nothing. Nor would one a quarter below
-		 * the peak when bursts make the peak: there, the depth used
-		 * on average (Little's law) is where a shallower limit
-		 * starts to hold requests back and can show that it helps.
-		 * But never below half the depth the device was driven at:
-		 * the average depth of bursty work can sit far under what
-		 * each burst needs, and a trial there is lost throughput
-		 * even when it is turned back.
-		 */
-		driven = peak && peak < d->limit ? peak : d->limit;
-		used = div64_u64(rate * mean, NSEC_PER_SEC) + 1;
-		from = used < driven ? used : driven;
-		need = div64_u64(rate * d->floor_ns, NSEC_PER_SEC) + 1;
-		floor = need < d->max ? need : d->max;
-		if (floor < KVP_DEPTH_MIN)
-			floor = KVP_DEPTH_MIN;
-		if (from * 3 / 4 > floor)
-			floor = from * 3 / 4;
-		if (driven / 2 > floor)
-			floor = driven / 2;
-		if (floor < d->limit) {
-			kvp_depth_try(d, KVP_TRIAL_DOWN, floor, rate);
-			return;
-		}
-	}
-
-	/*
-	 * Work waits for the limit: try more depth, kept only if it buys
-	 * throughput. A device whose blocks hash onto dies keeps gaining past
-	 * the point where its service time starts to rise; one with free
-	 * units stops gaining at its parallelism.
-	 */
-	if (bound && !d->wait_up && d->limit < d->max) {
-		step = grow ? d->limit / 2 : d->limit / 4;
-		if (step < 2)
-			step = 2;
-		kvp_depth_try(d, KVP_TRIAL_UP, d->limit + step < d->max ?
-			      d->limit + step : d->max, rate);
-	}
-}
-
-/*
- * The mean service time of a shallower trial so far is no shorter than
- * before it; after a full window's completions, where the noise of the
- * mean is half that of a quarter window, not even 1/32 shorter. A trial
- * that helps shortens it by about what it took off the depth; on a device
- * of constant service time a failing one can still read slightly shorter
- * (the host's own delays shrink with the load).
- */
-static bool kvp_depth_trial_failing(const struct kvp_depth *d)
-{
-	u64 mean = div64_u64(d->lat_ns, d->done);
-
-	if (d->done >= KVP_DEPTH_WINDOW_RQS)
-		return mean * 32 > d->trial_mean * 31;
-	return mean >= d->trial_mean;
-}
-
-/*
- * A window closes once it has KVP_DEPTH_WINDOW_RQS completions over at
- * least KVP_DEPTH_WINDOW_NS of busy time: enough completions that its
- * throughput is not noise, on fast devices too; a trial's window, which
- * decides more, takes four times as many. A slow device closes a window
- * after KVP_DEPTH_WINDOW_MAX_NS with fewer.
- */
-bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
-			 u32 inflight, bool bound)
-{
-	u32 old = d->limit;
-	u64 busy, rate, mean;
-
-	if (d->settle) {
-		d->settle--;
-		if (d->settle && inflight)
-			return false;
-		d->settle = 0;
-		kvp_depth_window_restart(d, now, inflight);
-		return false;
-	}
-	if (lat_ns) {
-		if (!d->min_ns || lat_ns < d->min_ns)
-			d->min_ns = lat_ns;
-		d->lat_ns += lat_ns;
-		d->done++;
-		d->bound += bound;
-	}
-	/*
-	 * A shallower trial that holds work back and leaves the service
-	 * time where it was has failed, and it costs while it lasts: the
-	 * device does less, and what the limit holds back waits in kvbatch,
-	 * the lowest tiers longest (a trial begun under a light load can
-	 * meet a heavy one far below its depth). Do not wait for its four
-	 * windows: a quarter window of its own completions, and at least a
-	 * limit's worth (the first of them waited behind the deeper queue),
-	 * bound as a window counts it (a quarter of them found work held
-	 * back), with a mean service time no shorter than before, decides.
-	 * One that helps shortens the service time by about what it took
-	 * off the depth, well clear of the noise of that many completions.
-	 */
-	if (d->trial == KVP_TRIAL_DOWN && d->done >= KVP_DEPTH_WINDOW_RQS / 4 &&
-	    d->done >= d->limit && d->bound * 4 >= d->done &&
-	    kvp_depth_trial_failing(d)) {
-		kvp_depth_verdict(d, false, 0, 0, &d->shrinks, &d->wait_down,
-				  &d->backoff_down);
-		d->windows++;
-		kvp_depth_window_restart(d, now, inflight);
-		return d->limit != old;
-	}
-	busy = kvp_depth_busy(d, now);
-	if (!inflight) {
-		/* The device went idle: close the busy period. */
-		d->busy_ns = busy;
-		d->busy_since = 0;
-		d->idle_since = now;
-	}
-	if (!(d->done >= (d->trial ? 4 : 1) * KVP_DEPTH_WINDOW_RQS &&
-	      busy >= KVP_DEPTH_WINDOW_NS) &&
-	    !(d->done >= KVP_DEPTH_WINDOW_MIN &&
-	      busy >= KVP_DEPTH_WINDOW_MAX_NS))
-		return false;
-
-	rate = div64_u64((u64)d->done * NSEC_PER_SEC, busy);
-	mean = div64_u64(d->lat_ns, d->done);
-	d->windows++;
-	if (!d->base_ns)
-		d->base_ns = mean;
-	if (!d->floor_ns || d->min_ns < d->floor_ns)
-		d->floor_ns = d->min_ns;
-	else
-		d->floor_ns += (d->min_ns - d->floor_ns) / 256;
-	kvp_depth_decide(d, rate, mean);
-
-	/*
-	 * The unloaded service time: the lowest window mean, which rises
-	 * slowly when the device itself becomes slower. Windows where the
-	 * limit did not bind see the load the device is offered; they
-	 * follow the mean faster.
-	 */
-	if (mean < d->base_ns)
-		d->base_ns = mean;
-	else if (d->bound * 4 < d->done)
-		d->base_ns += (mean - d->base_ns) / 8;
-	else
-		d->base_ns += (mean - d->base_ns) / 256;
-
-	kvp_depth_window_reset(d);
-	if (d->busy_since)
-		d->busy_since = now;
-	return d->limit != old;
-}
-

@@ -21,6 +21,7 @@
 #endif
 
 #include "kv-defs.h"
+#include "kv-depth.h"
 
 enum kvp_batch_state {
 	KVP_BATCH_FREE,
@@ -59,10 +60,11 @@ struct kvp_params {
 	u32	write_defer_max;
 	u32	max_inflight;		/* 0: no limit */
 	/*
-	 * max_inflight is the depth controller's (the tunable is 0): it
-	 * applies only while demand is about; otherwise nothing is held
-	 * (kvp_limit()), and limit_ceiling (what the device holds; 0: no
-	 * bound) bounds only dispatch on arrival (kvp_may_direct()).
+	 * The tunable is 0: the depth controller (kvp_sched.depth) sets the
+	 * limit, and it applies only while demand is about or the controller
+	 * probes; otherwise nothing is held (kvp_limit()), and limit_ceiling
+	 * (what the device holds; 0: no bound) bounds only dispatch on
+	 * arrival (kvp_may_direct()).
 	 */
 	bool	limit_auto;
 	u32	limit_ceiling;
@@ -135,6 +137,8 @@ struct kvp_sched {
 	bool			burst_forced;	/* by write_defer_max */
 	/* Share owed to each tier, in hundredths of a request. */
 	u32			credit[KVB_NR_BATCH_TIERS];
+	/* The automatic max_inflight, fed with limit_auto only. */
+	struct kvp_depth	depth;
 	struct kvp_stats	stats;
 };
 
@@ -155,88 +159,6 @@ struct kvp_pick {
 	 */
 	bool			burst_start;
 };
-
-/*
- * The automatic max_inflight: the depth controller. It decides how many
- * scheduled requests may be in the device when the max_inflight tunable is
- * 0. Too few leaves parallel units idle and costs throughput; too many
- * moves the queue from kvbatch, which orders it, into the device, which
- * serves it first come first served. The controller therefore grows the
- * limit while it binds (completions find it full with work waiting) and
- * the service time has not risen above its unloaded value, and lowers it
- * only on evidence: service time well above unloaded, and a trial at the
- * lower depth that holds work back and keeps the throughput. A trial that
- * loses throughput is undone at once and is not repeated for a while
- * (exponential back-off). Throughput is counted over busy time only, so
- * idle gaps between bursts neither shrink the limit nor end a window
- * early.
- *
- * The host calls kvp_depth_dispatched() and kvp_depth_completed() for
- * every scheduled request, under its lock, with one clock reading per
- * event; neither allocates or sleeps.
- */
-enum kvp_depth_trial {
-	KVP_TRIAL_NONE,
-	KVP_TRIAL_UP,		/* deeper: kept if throughput rises */
-	KVP_TRIAL_DOWN,		/* shallower: kept if throughput holds */
-};
-
-struct kvp_depth {
-	u32	limit;		/* current limit, in [min, max] */
-	u32	max;		/* the host's ceiling (its request pool) */
-	u64	base_ns;	/* unloaded service time estimate */
-	u64	floor_ns;	/* fastest service time seen, for the floor */
-
-	/* The current window, over busy time only. */
-	u64	busy_ns;	/* closed busy periods */
-	u64	busy_since;	/* start of the open busy period, or 0 */
-	u64	idle_since;	/* end of the last busy period */
-	u64	lat_ns;		/* sum of service times */
-	u64	min_ns;		/* shortest service time */
-	u32	done;		/* completions */
-	u32	bound;		/* completions that found the limit binding */
-	u32	peak;		/* most requests in flight */
-	u32	settle;		/* completions to pass before a trial counts */
-
-	/* A trial in progress, and the back-off after failed ones. */
-	u8	trial;
-	u32	trial_from;	/* limit before the trial */
-	u64	trial_rate;	/* completions per second before it */
-	u64	trial_mean;	/* mean service time before it */
-	u64	ref_rate;	/* smoothed throughput at the current limit */
-	u64	ref_mean;	/* smoothed service time at the current limit */
-	u32	wait_up, wait_down;	/* windows until the next trial */
-	u32	backoff_up, backoff_down;
-
-	/* Counters (debugfs). */
-	u64	windows, grows, shrinks, reverts, restarts;
-};
-
-/* Window length (completions, busy time) and the limit's fixed bounds. */
-#define KVP_DEPTH_WINDOW_RQS	512U
-#define KVP_DEPTH_WINDOW_NS	(10ULL * 1000 * 1000)
-#define KVP_DEPTH_WINDOW_MIN	32U
-#define KVP_DEPTH_WINDOW_MAX_NS	(500ULL * 1000 * 1000)
-#define KVP_DEPTH_MIN		4U
-/* A window idle this long is discarded; trials back off up to 4 x this. */
-#define KVP_DEPTH_STALE_NS	(1000ULL * 1000 * 1000)
-#define KVP_DEPTH_BACKOFF_MAX	64U
-
-void kvp_depth_init(struct kvp_depth *d, u32 max);
-/*
- * The host's ceiling changed (nr_requests): the limit is clamped to it, or
- * follows it if it was at the old one.
- */
-void kvp_depth_set_max(struct kvp_depth *d, u32 max);
-/* A scheduled request entered the device; @inflight counts it already. */
-void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);
-/*
- * A scheduled request completed after @lat_ns in the device (0: unknown);
- * @inflight no longer counts it; @bound: the limit was full and work was
- * waiting when it completed. Returns true if the limit changed.
- */
-bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
-			 u32 inflight, bool bound);
 
 /* Set-up: one allocation of kvp_size() bytes, zeroed, handed to kvp_init. */
 unsigned long kvp_size(u32 nr_batches);
@@ -262,9 +184,11 @@ void kvp_rq_queued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
 void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
 		     u64 now);
 void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
-		       u64 head_ns, u32 bytes);
+		       u64 head_ns, u32 bytes, u64 now);
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
-void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now);
+/* @lat_ns: the request's time in the device, 0 if unknown. */
+void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now,
+		      u64 lat_ns);
 /*
  * The arrival time of @b's oldest queued request changed without a request
  * entering or leaving it: a request of @b received an older one by a merge.
@@ -274,10 +198,17 @@ void kvp_batch_head_changed(struct kvp_sched *ps, struct kvp_batch *b,
 
 /*
  * The policy's parameters from the tunables (values within the ranges of
- * kvb_tunables[]). max_inflight 0 stays 0 (no limit): the module puts its
- * estimated limit there, the simulator the device queue depth.
+ * kvb_tunables[]). max_inflight 0 stays 0, no limit, unless the host makes
+ * it automatic (limit_auto, with the device's limit_ceiling), as the module
+ * does.
  */
 void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
+/*
+ * Apply @p (from kvp_params_from_tunables(), then the host's ceiling in
+ * limit_ceiling). The depth controller starts afresh when the limit turns
+ * automatic, and follows the ceiling.
+ */
+void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p);
 
 /*
  * Demand is about from a demand request's arrival until KVP_DEMAND_LINGER_NS
@@ -307,12 +238,18 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun);
 static inline u32 kvp_limit(const struct kvp_sched *ps)
 {
 	const struct kvp_params *p = &ps->p;
+	u32 limit;
 
-	if (p->limit_auto &&
-	    (!READ_ONCE(ps->demand_about) ||
-	     (p->limit_ceiling && p->max_inflight >= p->limit_ceiling)))
+	if (!p->limit_auto)
+		return p->max_inflight;
+	limit = READ_ONCE(ps->depth.limit);
+	/* The probe measures the unloaded device: it holds regardless. */
+	if (READ_ONCE(ps->depth.probing))
+		return limit;
+	if (!READ_ONCE(ps->demand_about) ||
+	    (p->limit_ceiling && limit >= p->limit_ceiling))
 		return 0;
-	return p->max_inflight;
+	return limit;
 }
 
 /* True while the limit in force is full. */
@@ -357,7 +294,8 @@ static inline enum kvb_reason kvp_direct_why(enum kvb_tier tier)
  * A request of @b, of @bytes, dispatched on arrival: counted in flight at
  * once, so that @b stays open until it completes.
  */
-void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes);
+void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes,
+		   u64 now);
 
 /* What to dispatch next. The host must dispatch what it is told. */
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);

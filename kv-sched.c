@@ -168,16 +168,15 @@ static u64 kvb_rq_key(struct kvb_data *kd, struct request *rq)
 /* Derive the core's parameters from the tunables. */
 static void kvb_apply_params(struct kvb_data *kd)
 {
-	struct kvp_params *p = &kd->ps->p;
+	struct kvp_params p;
 
 	lockdep_assert_held(&kd->lock);
 
-	kvp_params_from_tunables(p, kd->tun);
-	/* max_inflight 0: the limit the depth estimator found. */
-	if (!p->max_inflight) {
-		p->max_inflight = kd->depth.limit;
-		p->limit_auto = true;
-		p->limit_ceiling = kd->depth.max;
+	kvp_params_from_tunables(&p, kd->tun);
+	/* max_inflight 0: the depth controller's (kv-depth.c). */
+	if (!p.max_inflight) {
+		p.limit_auto = true;
+		p.limit_ceiling = max(kd->ceiling, 1U);
 	}
 	/*
 	 * Deferred writes hold tags of async_depth, the share every write
@@ -186,9 +185,10 @@ static void kvb_apply_params(struct kvb_data *kd)
 	 * tag while writes are deferred, rather than waiting write_expire_ms
 	 * for one.
 	 */
-	p->write_defer_max = min(p->write_defer_max,
-				 max(kd->async_depth / 2, 1U));
-	if (!p->window_ns)
+	p.write_defer_max = min(p.write_defer_max,
+				max(kd->async_depth / 2, 1U));
+	kvp_set_params(kd->ps, &p);
+	if (!p.window_ns)
 		kvp_flush_draining(kd->ps);
 }
 
@@ -200,7 +200,6 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
 			     u64 now, u64 lat)
 {
 	struct kvp_sched *ps = kd->ps;
-	u32 old = kd->depth.limit;
 
 	lockdep_assert_held(&kd->lock);
 
@@ -209,13 +208,7 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
 	/* Work waits for max_inflight: a hold, until the kick. */
 	if (ps->queued && kvp_throttled(ps))
 		WRITE_ONCE(kd->held, true);
-	kvp_rq_completed(ps, b, now);
-	if (!kvp_depth_completed(&kd->depth, now, lat, ps->inflight,
-				 kd->held && ps->queued))
-		return;
-	trace_kvbatch_depth(ps->dev, old, kd->depth.limit, kd->depth.base_ns);
-	if (ps->p.limit_auto)
-		ps->p.max_inflight = kd->depth.limit;
+	kvp_rq_completed(ps, b, now, lat);
 }
 
 /*
@@ -398,10 +391,8 @@ static void kvb_start_request(struct kvb_data *kd, struct request *rq,
 	kd->stats.dispatched++;
 
 	b = kvb_rq_batch(rq);
-	if (b) {
-		kvp_rq_dispatched(kd->ps, b, kvb_head_ns(b), bytes);
-		kvp_depth_dispatched(&kd->depth, kd->ps->inflight, now);
-	}
+	if (b)
+		kvp_rq_dispatched(kd->ps, b, kvb_head_ns(b), bytes, now);
 }
 
 /* The first deferred write at or after @pos in sector order, wrapping. */
@@ -756,8 +747,7 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 	list_add_tail(&rq->queuelist, direct);
 	kd->inflight++;
 	kd->stats.dispatched++;
-	kvp_rq_direct(kd->ps, b, blk_rq_bytes(rq));
-	kvp_depth_dispatched(&kd->depth, kd->ps->inflight, now);
+	kvp_rq_direct(kd->ps, b, blk_rq_bytes(rq), now);
 	trace_kvbatch_dispatch(kd->ps->dev, blk_rq_pos(rq), blk_rq_bytes(rq),
 			       b->key, b->tier, b->seq, kvp_direct_why(tier),
 			       kvp_pending(b) - 1);
@@ -1380,7 +1370,7 @@ static void kvb_derive_depth(struct kvb_data *kd)
 	async = clamp(want, 1U, max(depth, 1U));
 	WRITE_ONCE(kd->async_depth, async);
 	kvb_q_set_async_depth(kd->q, async);
-	kvp_depth_set_max(&kd->depth, kvb_depth_ceiling(kd->q, depth));
+	kd->ceiling = kvb_depth_ceiling(kd->q, depth);
 	kvb_apply_params(kd);
 }
 
@@ -1563,7 +1553,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->ps->dev = q->disk ? disk_devt(q->disk) : 0;
 	for (i = 0; i < KVB_NR_TUNABLES; i++)
 		kd->tun[i] = kvb_tunables[i].def;
-	kvp_depth_init(&kd->depth, kvb_depth_ceiling(q, q->nr_requests));
+	kd->ceiling = kvb_depth_ceiling(q, q->nr_requests);
 	spin_lock_irq(&kd->lock);
 	kvb_apply_params(kd);
 	spin_unlock_irq(&kd->lock);

@@ -32,6 +32,39 @@ static inline u64 div64_u64(u64 dividend, u64 divisor)
 	return dividend / divisor;
 }
 
+/* a * b / c without overflowing the product. */
+static inline u64 mul_u64_u64_div_u64(u64 a, u64 b, u64 c)
+{
+	return (u64)((unsigned __int128)a * b / c);
+}
+
+/* The integer square root, rounded down. */
+static inline u32 int_sqrt64(u64 x)
+{
+	u64 r = 0, bit = 1ULL << 62;
+
+	while (bit > x)
+		bit >>= 2;
+	while (bit) {
+		if (x >= r + bit) {
+			x -= r + bit;
+			r = (r >> 1) + bit;
+		} else {
+			r >>= 1;
+		}
+		bit >>= 2;
+	}
+	return (u32)r;
+}
+
+#define U32_MAX		((u32)~0U)
+#define BIT_ULL(n)	(1ULL << (n))
+#define min(a, b)	((a) < (b) ? (a) : (b))
+#define max(a, b)	((a) > (b) ? (a) : (b))
+#define min_t(t, a, b)	min((t)(a), (t)(b))
+#define max_t(t, a, b)	max((t)(a), (t)(b))
+#define clamp_t(t, v, lo, hi)	min_t(t, max_t(t, v, lo), hi)
+
 /* The kernel's fls64(): the 1-based index of the highest set bit, or 0. */
 static inline int fls64(u64 x)
 {

@@ -9,7 +9,10 @@
 # nothing back, however low the depth controller has set it (depth:
 # demand_about 0). A recall read (ionice -c 1) puts the limit in force; a
 # foreign read more than a second after it lifts it. The accounting
-# balances throughout.
+# balances throughout. The one exception is the controller's probe of the
+# unloaded device, which holds every request at its probe depth, demand or
+# not: the first one, at start, is over before the readers are measured,
+# and the next is seconds of busy time away.
 #
 # Behind a fixed max_inflight of 1 the device must be the bottleneck, not
 # the guest's CPU: nearly every arrival then finds the limit full or
@@ -24,9 +27,10 @@
 # The depth controller takes each service time from the request's issue
 # stamp (io_start_time_ns, which blk-mq keeps while the queue keeps I/O
 # statistics, as kvbatch asks) and its completion time (blk-mq's, given
-# to completed_request()): whether a request goes on arrival or waits
-# behind the fixed max_inflight, the controller closes windows and
-# measures at least the device's 1 ms.
+# to completed_request()): whether a request goes on arrival or waits in
+# kvbatch (for the probe, once max_inflight is automatic again), the
+# controller closes windows and measures at least the device's service
+# time.
 #
 # A request dispatched on arrival waits on its hardware context's lane for
 # that context's dispatch. When blk-mq rebuilds the contexts under load
@@ -42,7 +46,7 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_require_cmd ionice
-kvb_begin_nullb 13 submit_queues=2 hw_queue_depth=128 irqmode=2 \
+kvb_begin_nullb 15 submit_queues=2 hw_queue_depth=128 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 d=nullb0
@@ -101,18 +105,37 @@ on_arrival() {
 	log "dispatched $dis, on arrival $dir"
 }
 
+# first_probe: foreign readers for a second, and the controller's first
+# probe is over.
+first_probe() {
+	readers warm 1 || return 1
+	log "$(tr '\n' ' ' < "$dbg/depth")"
+	[ "$(depth_field auto_probes)" -ge 1 ] &&
+		[ "$(depth_field auto_probing)" = 0 ]
+}
+ktap_check "the depth controller's first probe, under foreign readers" \
+	first_probe
+echo 1 > "$dbg/reset_stats"
 w0=$(depth_field auto_windows)
+p0=$(depth_field auto_probes)
 ktap_check "foreign readers, 2 x QD 64, 3 s" readers foreign
 log "$(tr '\n' ' ' < "$dbg/stats")"
 log "$(tr '\n' ' ' < "$dbg/depth")"
+# Unless the controller probed again (a guest whose CPU is slower than
+# the device can see latency grow with depth, which the controller may
+# take for a change of the device): then what was not dispatched on
+# arrival is at most what its probes held, the probe's completions and
+# the ceiling's worth draining before it, each.
 all_direct() {
-	local dis dir
+	local dis dir probes
 
 	on_arrival
+	probes=$(($(depth_field auto_probes) - p0))
+	log "probes during the run: $probes"
 	# At least 300 requests (a guest on a busy host may make no more).
-	[ "$dis" -ge 300 ] && [ "$dir" = "$dis" ]
+	[ "$dis" -ge 300 ] && [ $((dis - dir)) -le $((probes * (512 + 256))) ]
 }
-ktap_check "every request dispatched on arrival" all_direct
+ktap_check "every request dispatched on arrival (but for probes)" all_direct
 ktap_check "service times measured on arrival dispatch" measured "$w0"
 ktap_check "no demand about: demand_about 0" test "$(about)" = 0
 
@@ -134,7 +157,6 @@ fi
 kvb_use_kvbatch "$d"
 echo 256 > "/sys/block/$d/queue/nr_requests"
 echo 1 > "/sys/block/$d/queue/iosched/max_inflight"
-w0=$(depth_field auto_windows)
 ktap_check "foreign readers behind max_inflight 1 on 20 ms completions, 6 s" \
 	readers held 6
 mostly_queued() {
@@ -148,8 +170,11 @@ mostly_queued() {
 	[ "$dis" -ge 150 ] && [ "$((dir * 10))" -lt "$dis" ]
 }
 ktap_check "at least 90% of requests queued first" mostly_queued
-ktap_check "service times measured on queued dispatch" measured "$w0"
 echo 0 > "/sys/block/$d/queue/iosched/max_inflight"
+w0=$(depth_field auto_windows)
+ktap_check "automatic again: foreign readers on 20 ms completions, 3 s" \
+	readers auto 3
+ktap_check "service times measured on queued dispatch" measured "$w0"
 
 ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$d"

@@ -1343,16 +1343,16 @@ static bool test_requeue_counts(void)
 	mini_queue(ps, b, &r[0]);
 	mini_queue(ps, b, &r[1]);
 	list_del_init(&r[0].node);
-	kvp_rq_dispatched(ps, b, mini_head(b), 4096);
+	kvp_rq_dispatched(ps, b, mini_head(b), 4096, 0);
 	list_del_init(&r[1].node);
-	kvp_rq_dispatched(ps, b, 0, 4096);
+	kvp_rq_dispatched(ps, b, 0, 4096, 0);
 	/* The driver hands r[0] back; it goes to the head of its batch. */
 	list_add(&r[0].node, &b->rqs);
 	kvp_rq_requeued(ps, b, mini_head(b));
 	list_del_init(&r[0].node);
-	kvp_rq_dispatched(ps, b, 0, 0);
-	kvp_rq_completed(ps, b, 10);
-	kvp_rq_completed(ps, b, 11);
+	kvp_rq_dispatched(ps, b, 0, 0, 0);
+	kvp_rq_completed(ps, b, 10, 0);
+	kvp_rq_completed(ps, b, 11, 0);
 	kvp_flush_draining(ps);
 	demand_closed(ps, "one read requeued", 1, 2, 2 * 4096);
 	free(mem);
@@ -1391,7 +1391,7 @@ static bool test_merge_burst(void)
 	EXPECT(pick.kind == KVP_PICK_WRITE && pick.burst_start,
 	       "three writes alone: no burst");
 	list_del_init(&w[0].node);
-	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096);
+	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096, 0);
 
 	/* w[2] merges into a queued neighbour and leaves unserved. */
 	list_del_init(&w[2].node);
@@ -1400,9 +1400,9 @@ static bool test_merge_burst(void)
 	pick = kvp_choose(ps, 12);
 	EXPECT(pick.kind == KVP_PICK_WRITE, "burst did not continue");
 	list_del_init(&w[1].node);
-	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096);
-	kvp_rq_completed(ps, ps->wq, 20);
-	kvp_rq_completed(ps, ps->wq, 21);
+	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096, 0);
+	kvp_rq_completed(ps, ps->wq, 20, 0);
+	kvp_rq_completed(ps, ps->wq, 21, 0);
 	EXPECT(!ps->queued && !ps->inflight, "not idle");
 
 	/* A recall read goes to the device... */
@@ -1412,7 +1412,7 @@ static bool test_merge_burst(void)
 	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == db,
 	       "demand not picked");
 	list_del_init(&d.node);
-	kvp_rq_dispatched(ps, db, 0, 4096);
+	kvp_rq_dispatched(ps, db, 0, 4096, 0);
 
 	/* ...and a writeback arrives while it is in flight. */
 	mini_queue(ps, ps->wq, &w[3]);
@@ -1464,8 +1464,8 @@ static bool test_direct(void)
 		       kvb_tier_names[t], kvb_reason_names[pick.why],
 		       kvb_reason_names[kvp_direct_why(t)]);
 		list_del_init(&m.node);
-		kvp_rq_dispatched(ps, nb, 0, 4096);
-		kvp_rq_completed(ps, nb, 2);
+		kvp_rq_dispatched(ps, nb, 0, 4096, 0);
+		kvp_rq_completed(ps, nb, 2, 0);
 	}
 	EXPECT(!ps->queued && !ps->inflight, "not idle after the lone picks");
 	kvp_stats_reset(ps);
@@ -1475,9 +1475,9 @@ static bool test_direct(void)
 
 	/* Two recall reads of batch 7 go to the device on arrival. */
 	da = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 10);
-	kvp_rq_direct(ps, da, 4096);
+	kvp_rq_direct(ps, da, 4096, 0);
 	EXPECT(kvp_may_direct(ps, KVB_TIER_NORMAL), "room left, not direct");
-	kvp_rq_direct(ps, kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 11), 4096);
+	kvp_rq_direct(ps, kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 11), 4096, 0);
 	EXPECT(ps->inflight == 2 && da->inflight == 2 && !ps->queued,
 	       "in flight %u (batch %u), queued %u", ps->inflight,
 	       da->inflight, ps->queued);
@@ -1498,20 +1498,20 @@ static bool test_direct(void)
 	db = kvp_get_batch(ps, 8, KVB_TIER_DEMAND, 31);
 	mini_queue(ps, db, &b);
 	EXPECT(!kvp_may_direct(ps, KVB_TIER_DEMAND), "direct past a queue");
-	kvp_rq_completed(ps, da, 40);
+	kvp_rq_completed(ps, da, 40, 0);
 	EXPECT(da->state == KVP_BATCH_OPEN, "batch closed with work left");
 	pick = kvp_choose(ps, 41);
 	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == db,
 	       "picked batch %llu, not the one with least work",
 	       pick.batch ? (unsigned long long)pick.batch->key : 0ULL);
 	list_del_init(&b.node);
-	kvp_rq_dispatched(ps, db, 0, 4096);
-	kvp_rq_completed(ps, db, 42);
+	kvp_rq_dispatched(ps, db, 0, 4096, 0);
+	kvp_rq_completed(ps, db, 42, 0);
 
 	pick = kvp_choose(ps, 43);
 	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == da, "7 not next");
 	list_del_init(&a.node);
-	kvp_rq_dispatched(ps, da, 0, 4096);
+	kvp_rq_dispatched(ps, da, 0, 4096, 0);
 
 	/* A deferred write waiting keeps reads off the direct path. */
 	mini_queue(ps, ps->wq, &w);
@@ -1521,8 +1521,8 @@ static bool test_direct(void)
 	kvp_rq_unqueued(ps, ps->wq, 0, 61);
 
 	/* Batch 7 closes with its last completion: 3 requests, 12 KiB. */
-	kvp_rq_completed(ps, da, 70);
-	kvp_rq_completed(ps, da, 71);
+	kvp_rq_completed(ps, da, 70, 0);
+	kvp_rq_completed(ps, da, 71, 0);
 	EXPECT(!ps->queued && !ps->inflight, "not idle at the end");
 	demand_closed(ps, "batches 7 and 8", 2, 4, 4 * 4096);
 	free(mem);
@@ -1547,10 +1547,12 @@ static bool test_limit_demand(void)
 
 	mem = calloc(1, kvp_size(4));
 	ps = kvp_init(mem, 4);
-	p.max_inflight = 2;
+	p.max_inflight = 0;
 	p.limit_auto = true;
 	p.limit_ceiling = 5;
-	ps->p = p;
+	kvp_set_params(ps, &p);
+	/* What the controller decided (no latencies are given here). */
+	ps->depth.limit = 2;
 
 	/* Foreign reads alone: not held at the limit. */
 	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t);
@@ -1558,7 +1560,7 @@ static bool test_limit_demand(void)
 		EXPECT(kvp_may_direct(ps, KVB_TIER_NORMAL) &&
 		       !kvp_throttled(ps), "no demand about, yet held at %u in flight",
 		       ps->inflight);
-		kvp_rq_direct(ps, nb, 4096);
+		kvp_rq_direct(ps, nb, 4096, 0);
 	}
 
 	/* A recall arrives: the limit holds from now on. */
@@ -1566,32 +1568,33 @@ static bool test_limit_demand(void)
 	EXPECT(kvp_throttled(ps) && !kvp_may_direct(ps, KVB_TIER_DEMAND),
 	       "demand about, %u in flight, limit 2: not held", ps->inflight);
 	for (i = 0; i < 4; i++)
-		kvp_rq_completed(ps, nb, t + 2);
-	kvp_rq_direct(ps, db, 4096);
-	kvp_rq_completed(ps, db, t + 3);
+		kvp_rq_completed(ps, nb, t + 2, 0);
+	kvp_rq_direct(ps, db, 4096, 0);
+	kvp_rq_completed(ps, db, t + 3, 0);
 
 	/* Within the linger after it, still in force... */
 	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t + KVP_DEMAND_LINGER_NS);
-	kvp_rq_direct(ps, nb, 4096);
-	kvp_rq_direct(ps, nb, 4096);
+	kvp_rq_direct(ps, nb, 4096, 0);
+	kvp_rq_direct(ps, nb, 4096, 0);
 	EXPECT(kvp_throttled(ps), "limit lifted inside the linger");
 	/* ...and lifted by the first arrival past it... */
 	kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t + 2 + KVP_DEMAND_LINGER_NS);
 	EXPECT(!kvp_throttled(ps), "limit still held past the linger");
 	for (i = 0; i < 3; i++)
-		kvp_rq_direct(ps, nb, 4096);
+		kvp_rq_direct(ps, nb, 4096, 0);
 	/* ...but at the device's tags, none goes on arrival, ... */
 	EXPECT(!kvp_may_direct(ps, KVB_TIER_NORMAL),
 	       "%u in flight, ceiling 5: still dispatched on arrival",
 	       ps->inflight);
 	/* ...while queued work is never held, however deep. */
 	for (i = 0; i < 300; i++)
-		kvp_rq_direct(ps, nb, 4096);
+		kvp_rq_direct(ps, nb, 4096, 0);
 	EXPECT(!kvp_throttled(ps), "no demand about, held at %u in flight",
 	       ps->inflight);
 
 	/* Set by hand, it holds without demand. */
 	ps->p.limit_auto = false;
+	ps->p.max_inflight = 2;
 	EXPECT(kvp_throttled(ps), "a max_inflight set by hand not in force");
 
 	/*
@@ -1600,13 +1603,20 @@ static bool test_limit_demand(void)
 	 */
 	ps->p.limit_auto = true;
 	kvp_get_batch(ps, 2, KVB_TIER_DEMAND, t + 3 + KVP_DEMAND_LINGER_NS);
-	ps->p.max_inflight = 5;
+	ps->p.max_inflight = 0;
+	ps->depth.limit = 5;
 	EXPECT(!kvp_throttled(ps) && kvp_limit(ps) == 0,
 	       "demand about, automatic limit at the ceiling: held at %u in flight",
 	       ps->inflight);
-	ps->p.max_inflight = 4;
+	ps->depth.limit = 4;
 	EXPECT(kvp_throttled(ps) && kvp_limit(ps) == 4,
 	       "demand about, automatic limit 4 under the ceiling: not held");
+	/* The probe holds without demand, even at the ceiling's side. */
+	ps->demand_about = false;
+	EXPECT(!kvp_throttled(ps), "automatic limit held without demand");
+	ps->depth.probing = true;
+	EXPECT(kvp_throttled(ps) && kvp_limit(ps) == 4,
+	       "the probe's limit not in force without demand");
 	free(mem);
 	return true;
 }
@@ -1691,8 +1701,8 @@ static bool test_window_clock_order(void)
 	seq = b->seq;
 	mini_queue(ps, b, &r);
 	list_del_init(&r.node);
-	kvp_rq_dispatched(ps, b, mini_head(b), 4096);
-	kvp_rq_completed(ps, b, 200 * US);
+	kvp_rq_dispatched(ps, b, mini_head(b), 4096, 0);
+	kvp_rq_completed(ps, b, 200 * US, 0);
 	EXPECT(b->state == KVP_BATCH_DRAINING, "batch not draining after its last completion");
 
 	kvp_reap(ps, 200 * US - 1);
@@ -1762,8 +1772,8 @@ static u32 share_run(u32 normal_pct, u32 prefetch_pct, u32 picks,
 			break;
 		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
 		list_del_init(&rq->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096);
-		kvp_rq_completed(ps, pick.batch, 10 + i);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096, 0);
+		kvp_rq_completed(ps, pick.batch, 10 + i, 0);
 		by_tier[pick.batch->tier]++;
 		if (idle_gap && i == first_demand && first_demand &&
 		    pick.batch->tier != KVB_TIER_DEMAND)
@@ -1871,7 +1881,7 @@ static bool test_defer_max_and_hold(void)
 	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == db,
 	       "one deferred write went ahead of demand");
 	list_del_init(&d[0].node);
-	kvp_rq_dispatched(ps, db, mini_head(db), 4096);
+	kvp_rq_dispatched(ps, db, mini_head(db), 4096, 0);
 
 	/* Two writes: write_defer_max reached, a write goes next. */
 	mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 2), &w[1]);
@@ -1884,8 +1894,8 @@ static bool test_defer_max_and_hold(void)
 	       "held with demand queued");
 	if (pick.kind == KVP_PICK_WRITE) {
 		list_del_init(&w[0].node);
-		kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096);
-		kvp_rq_completed(ps, ps->wq, 12);
+		kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096, 0);
+		kvp_rq_completed(ps, ps->wq, 12, 0);
 		ps->burst_left = 0;
 	}
 
@@ -1893,7 +1903,7 @@ static bool test_defer_max_and_hold(void)
 	pick = kvp_choose(ps, 13);
 	EXPECT(pick.kind == KVP_PICK_BATCH, "demand not picked");
 	list_del_init(&d[1].node);
-	kvp_rq_dispatched(ps, db, mini_head(db), 4096);
+	kvp_rq_dispatched(ps, db, mini_head(db), 4096, 0);
 	EXPECT(kvp_writes_held(ps, 14, &until),
 	       "one write behind in-flight demand not reported held");
 	EXPECT(until == w[1].arrival + p.expire_ns[KVB_TIER_WRITE],
@@ -1952,8 +1962,8 @@ static bool test_writes_vs_normal(void)
 		before++;
 		list_del_init(&list_first_entry(&pick.batch->rqs,
 						struct mini_rq, node)->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096);
-		kvp_rq_completed(ps, pick.batch, now);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096, 0);
+		kvp_rq_completed(ps, pick.batch, now, 0);
 		n[used].arrival = now;
 		mini_queue(ps, kvp_get_batch(ps, pick.batch->key,
 					     KVB_TIER_NORMAL, now),

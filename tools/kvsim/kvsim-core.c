@@ -165,9 +165,7 @@ static void kvs_sched_dispatched(struct kvs_sim *s, struct kvs_req *rq)
 		return;
 	/* As the elevator does: the bytes with the first dispatch only. */
 	kvp_rq_dispatched(s->ps, rq->batch, kvs_head_ns(rq->batch),
-			  rq->nr_requeue ? 0 : rq->nr_sectors * 512);
-	if (s->cfg.auto_depth)
-		kvp_depth_dispatched(&s->depth, s->ps->inflight, s->now);
+			  rq->nr_requeue ? 0 : rq->nr_sectors * 512, s->now);
 }
 
 static void kvs_sched_requeue(struct kvs_sim *s, struct kvs_req *rq)
@@ -240,16 +238,9 @@ static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
 	s->in_device--;
 	s->nr_tier_device[rq->tier]--;
 	s->end = s->now;
-	if (s->cfg.sched == KVS_KVBATCH) {
-		bool bound = s->ps->queued && kvp_throttled(s->ps);
-
-		kvp_rq_completed(s->ps, rq->batch, s->now);
-		if (s->cfg.auto_depth &&
-		    kvp_depth_completed(&s->depth, s->now,
-					s->now - rq->dispatch,
-					s->ps->inflight, bound))
-			s->ps->p.max_inflight = s->depth.limit;
-	}
+	if (s->cfg.sched == KVS_KVBATCH)
+		kvp_rq_completed(s->ps, rq->batch, s->now,
+				 s->now - rq->dispatch);
 	kvs_hook(s, KVS_EV_COMPLETE, rq);
 }
 
@@ -281,6 +272,7 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		.program_ns = 1,
 		.erase_ns = 1,
 	};
+	struct kvp_params p;
 	u32 i;
 
 	memset(s, 0, sizeof(*s));
@@ -322,13 +314,13 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		if (!s->mem)
 			return -1;
 		s->ps = kvp_init(s->mem, cfg->nr_batches);
-		s->ps->p = cfg->params;
+		p = cfg->params;
 		if (cfg->auto_depth) {
-			kvp_depth_init(&s->depth, cfg->qdepth);
-			s->ps->p.max_inflight = s->depth.limit;
-			s->ps->p.limit_auto = true;
-			s->ps->p.limit_ceiling = s->depth.max;
+			p.max_inflight = 0;
+			p.limit_auto = true;
+			p.limit_ceiling = cfg->qdepth;
 		}
+		kvp_set_params(s->ps, &p);
 	}
 	return 0;
 }

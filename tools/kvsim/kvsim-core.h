@@ -104,8 +104,8 @@ struct kvs_config {
 	u32		merge_every;
 	/*
 	 * KVBATCH only: max_inflight set by the module's depth controller
-	 * (kvp_depth_*), between KVP_DEPTH_MIN and qdepth, as the module
-	 * does when the tunable is 0.
+	 * (kv-depth.c), at most qdepth, as the module does when the tunable
+	 * is 0.
 	 */
 	bool		auto_depth;
 
@@ -132,7 +132,6 @@ struct kvs_sim {
 
 	/* KVBATCH. */
 	struct kvp_sched *ps;
-	struct kvp_depth depth;		/* with cfg.auto_depth */
 	void		*mem;
 	u64		burst_pos;
 

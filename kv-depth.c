@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * kvbatch depth controller: how many scheduled requests may be in the
+ * device at once when the max_inflight tunable is 0.
+ *
+ * Why a limit at all. An SSD accepts far more commands than its dies can
+ * serve and queues the rest per die, first come first served. A recall's
+ * read that lands behind that queue waits for it whatever order kvbatch
+ * chose, so kvbatch's order is worth what the limit keeps out of the
+ * device. Too low a limit leaves dies idle and costs throughput.
+ *
+ * Why not a latency target. With requests spread over dies by address,
+ * some dies queue while others idle: holding 97% of the throughput takes
+ * a device latency of 10 to 30 times its unloaded value, depending on how
+ * much the service time varies. A fixed target (TCP Vegas' expected rate,
+ * Swift's target delay, a BBR gain) is right for one variance only, and
+ * reading slower service (writes, GC) as congestion, it collapses.
+ *
+ * What it does instead. Each die is a FIFO server fed at random, so the
+ * Pollaczek-Khinchine formula for a single queue relates the latency to
+ * the die's utilisation u:
+ *
+ *	r = latency / unloaded latency = 1 + k u / (1 - u),
+ *	k = (1 + cv2) / 2, cv2 the squared CV of the service time.
+ *
+ * A window of completions gives r, hence u, and with the throughput X the
+ * number of dies, D = X base / u: BBR's rate times minimum latency,
+ * corrected for dies that were idle. In flight, D dies at utilisation u
+ * hold D u r(u) requests. The load's own depth C (the ceiling, or fewer if
+ * no more were ever outstanding) would run them at u_c, a root of that
+ * quadratic; the limit is the depth at KVP_DEPTH_U_STAR of u_c, the
+ * shallowest that keeps that share of the throughput. The formula reads
+ * throughput from latency well enough that throughput trials at other
+ * depths, which take thousands of completions to resolve a few percent,
+ * are not needed.
+ *
+ * Where nothing queues inside the device (null_blk, a RAM disk), r stays
+ * near 1, no die count is inferred, and the limit stays at the ceiling;
+ * nor does one bind whose ceiling leaves the dies less than one request
+ * queued each.
+ *
+ * The unloaded latency and its variance come from a probe: the limit
+ * drops to KVP_DEPTH_PROBE, engaged or not, for KVP_DEPTH_PROBE_RQS
+ * completions, at start, after every KVP_DEPTH_PROBE_EVERY of busy time
+ * (and at least 100 probes' time, so probing costs at most 1% of it), and
+ * at once when the dies inferred move by a quarter over KVP_DEPTH_SPAN
+ * windows (the service changed: writes began or ended); each only under a
+ * load at least the probe's depth, and given up if the load goes away.
+ * The die count is the maximum over that span, so a GC pause or a burst
+ * gap does not pull the limit down.
+ *
+ * A window counts only requests dispatched after the last real change of
+ * the limit: those admitted under the old one say nothing about the new.
+ *
+ * All of it is integer arithmetic: Q16 fractions, the die count in Q8.
+ */
+#ifdef __KERNEL__
+#include <linux/bits.h>
+#include <linux/kernel.h>
+#include <linux/math.h>
+#include <linux/math64.h>
+#include <linux/minmax.h>
+#include <linux/string.h>
+#include <linux/time64.h>
+#else
+#include "kv-user.h"
+#endif
+
+#include "kv-depth.h"
+
+#define Q16			BIT_ULL(16)
+#define KVP_DEPTH_U_STAR	63898ULL	/* 0.975, Q16 */
+#define KVP_DEPTH_WINDOW_MIN	64U
+#define KVP_DEPTH_PROBE		4U
+#define KVP_DEPTH_PROBE_RQS	512U
+#define KVP_DEPTH_PROBE_EVERY	(5ULL * NSEC_PER_SEC)
+/* Below this r the device queued nothing: no die count is inferred. */
+#define KVP_DEPTH_R_QUEUE	(Q16 + Q16 / 4)
+/* A ceiling whose r is below this leaves the dies without a queue. */
+#define KVP_DEPTH_R_CEIL	(2 * Q16)
+
+void kvp_depth_init(struct kvp_depth *d, u32 max)
+{
+	memset(d, 0, sizeof(*d));
+	d->max = max ? max : 1;
+	/* Start deep: too high a limit costs order, too low throughput. */
+	d->limit = d->max;
+	d->probe_every = KVP_DEPTH_PROBE_EVERY;
+}
+
+void kvp_depth_set_max(struct kvp_depth *d, u32 max)
+{
+	u32 old = d->max;
+
+	d->max = max ? max : 1;
+	/* A limit at the old ceiling found nothing to hold back: it follows. */
+	if (d->limit == old || d->limit > d->max)
+		WRITE_ONCE(d->limit, d->probing ? min(d->limit, d->max) :
+			   d->max);
+	if (d->saved == old || d->saved > d->max)
+		d->saved = d->max;
+}
+
+u32 kvp_depth_dies(const struct kvp_depth *d)
+{
+	u32 i, dies = 0;
+
+	for (i = 0; i < KVP_DEPTH_SPAN; i++)
+		dies = max(dies, d->dies[i]);
+	return dies >> 8;
+}
+
+static void kvp_depth_tick(struct kvp_depth *d, u32 inflight, u64 now)
+{
+	/* Completions applied late may carry an earlier time. */
+	if (now > d->last_ns) {
+		if (d->cur) {
+			d->busy_ns += now - d->last_ns;
+			d->busy_since_probe += now - d->last_ns;
+		}
+		d->last_ns = now;
+	}
+	d->cur = inflight;
+}
+
+static void kvp_depth_reset(struct kvp_depth *d)
+{
+	d->n = 0;
+	d->busy_ns = 0;
+	d->lat_ns = 0;
+	d->lat2 = 0;
+}
+
+/* The next window counts only what @limit admits. */
+static void kvp_depth_set(struct kvp_depth *d, u32 limit, u64 now)
+{
+	WRITE_ONCE(d->limit, limit);
+	d->from_ns = now;
+	d->changes++;
+	kvp_depth_reset(d);
+}
+
+void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now)
+{
+	kvp_depth_tick(d, inflight, now);
+}
+
+/* r(u) = 1 + k u / (1 - u), all Q16; u < 1. */
+static u64 kvp_depth_r(u64 k, u64 u)
+{
+	return Q16 + div64_u64(k * u, Q16 - u);
+}
+
+/* A probe's window is complete: the unloaded mean and variance. */
+static void kvp_depth_probed(struct kvp_depth *d, u64 now)
+{
+	u64 mean = div64_u64(d->lat_ns, d->n);
+	u64 m64 = div64_u64(d->lat_ns >> 6, d->n);
+	u64 cv2 = 0;
+
+	if (m64)
+		cv2 = mul_u64_u64_div_u64(div64_u64(d->lat2, d->n), Q16,
+					  m64 * m64);
+	cv2 = clamp_t(u64, cv2, Q16, 17 * Q16) - Q16;
+	if (d->base_ns && !d->fresh && mean < 2 * d->base_ns &&
+	    d->base_ns < 2 * mean) {
+		/* Half each: a probe's few hundred samples are noisy. */
+		d->base_ns = (d->base_ns + mean) / 2;
+		d->cv2 = (d->cv2 + (u32)cv2) / 2;
+	} else {
+		d->base_ns = mean;
+		d->cv2 = cv2;
+	}
+	d->fresh = false;
+	d->probing = false;
+	d->busy_since_probe = 0;
+	d->probe_every = max(KVP_DEPTH_PROBE_EVERY,
+			     100 * (now - d->probe_start));
+	d->ref_dies = 0;
+	d->sum_dies = 0;
+	d->nr_sum = 0;
+	kvp_depth_set(d, d->saved, now);
+}
+
+/*
+ * The service changed if the dies inferred over a span of windows, each
+ * seeing a queue, move by more than a quarter from the first such span
+ * after the last probe: probe again now. A window without a queue starts
+ * the span again, so that latency noise around the threshold on a device
+ * without a queue inside does not add up to a span.
+ */
+static void kvp_depth_watch(struct kvp_depth *d, u64 dies)
+{
+	u64 mean;
+
+	d->sum_dies += dies;
+	if (++d->nr_sum < KVP_DEPTH_SPAN)
+		return;
+	mean = d->sum_dies / KVP_DEPTH_SPAN;
+	d->sum_dies = 0;
+	d->nr_sum = 0;
+	if (!d->ref_dies) {
+		d->ref_dies = mean;
+	} else if (4 * mean < 3 * d->ref_dies || 3 * mean > 4 * d->ref_dies) {
+		d->busy_since_probe = d->probe_every;
+		d->fresh = true;
+	}
+}
+
+/* A window is complete: the limit that keeps U_STAR of the throughput. */
+static bool kvp_depth_window(struct kvp_depth *d, u64 now)
+{
+	u64 k = (Q16 + d->cv2) / 2;
+	u64 mean = div64_u64(d->lat_ns, d->n);
+	u64 r, u, dies = 0, c, a, disc, uc, ut, limit;
+	u32 i, ceiling = 0;
+
+	d->windows++;
+	r = min(div64_u64(mean << 16, d->base_ns), 4096 * Q16);
+	if (r > KVP_DEPTH_R_QUEUE) {
+		u = div64_u64((r - Q16) << 16, r - Q16 + k);
+		/* Busy dies X base (Q16), over their utilisation: Q8. */
+		dies = div64_u64(mul_u64_u64_div_u64(d->n, d->base_ns << 16,
+						     d->busy_ns) << 8, u);
+		dies = clamp_t(u64, dies, 1, U32_MAX);
+		kvp_depth_watch(d, dies);
+	} else {
+		d->sum_dies = 0;
+		d->nr_sum = 0;
+	}
+	d->dies[d->slot] = dies;
+	d->outs[d->slot] = d->out;
+	d->slot = (d->slot + 1) % KVP_DEPTH_SPAN;
+	d->out = 0;
+	kvp_depth_reset(d);
+
+	dies = 0;
+	for (i = 0; i < KVP_DEPTH_SPAN; i++) {
+		dies = max_t(u64, dies, d->dies[i]);
+		ceiling = max(ceiling, d->outs[i]);
+	}
+	if (!dies)
+		return false;	/* no queue seen: keep the limit */
+	ceiling = min(ceiling, d->max);
+
+	/*
+	 * u_c: C = D u r(u) is (k - 1) u^2 + (1 + c) u - c = 0 with
+	 * c = C / D; its root in [0, 1) as 2c / (1 + c + sqrt(disc)), which
+	 * holds for k < 1 too. Past c = 4096 it is 1 to within Q16.
+	 */
+	c = min(div64_u64((u64)ceiling << 24, dies), 4096 * Q16);
+	a = Q16 + c;
+	disc = a * a + 4 * (k * c) - 4 * (c << 16);
+	uc = min(div64_u64((2 * c) << 16, a + int_sqrt64(disc)), Q16 - 1);
+	if (kvp_depth_r(k, uc) < KVP_DEPTH_R_CEIL) {
+		limit = d->max;
+	} else {
+		ut = (KVP_DEPTH_U_STAR * uc) >> 16;
+		limit = ((dies * ut >> 16) * kvp_depth_r(k, ut) >> 24) + 1;
+		limit = clamp_t(u64, limit, 1, d->max);
+	}
+	if (limit == d->limit)
+		return false;
+	/* Small moves keep the window: its requests fit either limit. */
+	if (limit * 16 > d->limit * 15 && limit * 16 < d->limit * 17) {
+		WRITE_ONCE(d->limit, limit);
+		return true;
+	}
+	kvp_depth_set(d, limit, now);
+	return true;
+}
+
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+			 u32 inflight, u32 queued)
+{
+	u64 units;
+
+	kvp_depth_tick(d, inflight, now);
+	d->out = max(d->out, inflight + queued);
+	/*
+	 * The load went away: a probe left standing would hold the next
+	 * burst at its depth. The next load probes again.
+	 */
+	if (d->probing && !inflight && !queued) {
+		d->probing = false;
+		kvp_depth_set(d, d->saved, now);
+		return true;
+	}
+	if (!lat_ns)
+		return false;
+	/* Admitted under an older limit: the window starts after it. */
+	if (lat_ns > now || now - lat_ns < d->from_ns) {
+		kvp_depth_reset(d);
+		return false;
+	}
+	d->n++;
+	d->lat_ns += lat_ns;
+	if (d->probing) {
+		units = min(lat_ns >> 6, 1ULL << 24);
+		d->lat2 += units * units;
+		/* The first probe is short: it stands until the next. */
+		if (d->n < (d->base_ns ? KVP_DEPTH_PROBE_RQS :
+			    KVP_DEPTH_PROBE_RQS / 4))
+			return false;
+		kvp_depth_probed(d, now);
+		return true;
+	}
+	/* A load that fills the probe's depth: otherwise there is no queue. */
+	if ((!d->base_ns || d->busy_since_probe >= d->probe_every) &&
+	    inflight + queued >= KVP_DEPTH_PROBE) {
+		d->probing = true;
+		d->probes++;
+		d->probe_start = now;
+		d->saved = d->limit;
+		kvp_depth_set(d, min(KVP_DEPTH_PROBE, d->max), now);
+		return true;
+	}
+	if (d->n < max(KVP_DEPTH_WINDOW_MIN, d->limit) || !d->busy_ns)
+		return false;
+	return kvp_depth_window(d, now);
+}

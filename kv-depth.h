@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * kvbatch: the automatic max_inflight, a depth controller in the policy
+ * core (kv-depth.c). Its only inputs are the core's request events: a
+ * dispatch, and a completion with the request's time in the device and
+ * the requests still waiting in kvbatch.
+ */
+#ifndef _KV_DEPTH_H
+#define _KV_DEPTH_H
+
+#ifdef __KERNEL__
+#include <linux/types.h>
+#else
+#include "kv-user.h"
+#endif
+
+/* Windows of the filters over the dies' count and the load's depth. */
+#define KVP_DEPTH_SPAN		16
+
+struct kvp_depth {
+	u32	limit;		/* in [1, max]; READ_ONCE() outside the lock */
+	u32	max;		/* the host's ceiling: what the device holds */
+	bool	probing;	/* the limit is KVP_DEPTH_PROBE, engaged or not */
+	u32	saved;		/* the limit to restore after the probe */
+
+	/* The window: requests dispatched since @from_ns, over busy time. */
+	u64	from_ns;
+	u64	last_ns;	/* last event */
+	u32	cur;		/* in flight after it */
+	u32	n;		/* completions counted */
+	u64	busy_ns;
+	u64	lat_ns;		/* sum of their times in the device */
+	u64	lat2;		/* sum of squares, in 64 ns units (probe) */
+	u32	out;		/* most requests outstanding (in flight + queued) */
+
+	/* The unloaded device, from the probes. */
+	u64	base_ns;	/* mean time in the device, 0: unknown */
+	u32	cv2;		/* its squared coefficient of variation, Q16 */
+	bool	fresh;		/* the next probe replaces base_ns and cv2 */
+	u64	probe_start;
+	u64	busy_since_probe;
+	u64	probe_every;	/* busy time between probes */
+
+	/* Per window: dies seen (Q8, 0: no queue seen), load's depth. */
+	u32	dies[KVP_DEPTH_SPAN];
+	u32	outs[KVP_DEPTH_SPAN];
+	u32	slot;
+	/* The dies over the span after the last probe, and now. */
+	u64	ref_dies, sum_dies;
+	u32	nr_sum;
+
+	/* Counters (debugfs). */
+	u64	windows, probes, changes;
+};
+
+void kvp_depth_init(struct kvp_depth *d, u32 max);
+/* The ceiling changed (nr_requests): the limit follows it or is clamped. */
+void kvp_depth_set_max(struct kvp_depth *d, u32 max);
+/* A request entered the device; @inflight counts it. */
+void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);
+/*
+ * A request completed after @lat_ns in the device (0: unknown); @inflight
+ * no longer counts it, @queued requests wait in kvbatch. Returns true if
+ * the limit changed.
+ */
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+			 u32 inflight, u32 queued);
+/* Dies inferred over the last windows; 0: none (no queue in the device). */
+u32 kvp_depth_dies(const struct kvp_depth *d);
+
+#endif /* _KV_DEPTH_H */
