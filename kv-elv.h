@@ -103,6 +103,12 @@ struct kvb_data {
 	atomic_t		undrained;
 
 	unsigned int		async_depth;	/* async tag budget */
+	/*
+	 * Per CPU, the task whose bio was last offered for a merge, with
+	 * KVB_SUBMIT_IDLE if that bio is IDLE: the class of the request
+	 * the task allocates next (kvb_limit_depth()).
+	 */
+	unsigned long __percpu	*submit;
 	unsigned int		sched_depth;	/* nr_requests */
 	bool			small_pool;	/* warned about nr_requests */
 
@@ -111,6 +117,9 @@ struct kvb_data {
 	unsigned int		tun[KVB_NR_TUNABLES];
 	struct kvb_stats	stats;
 };
+
+/* task_struct is cache-line aligned: bit 0 of its address is free. */
+#define KVB_SUBMIT_IDLE		1UL
 
 static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
 {

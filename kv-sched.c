@@ -1277,6 +1277,11 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 	unsigned long flags;
 	bool ret;
 
+	/* The class of the request the task may allocate next. */
+	this_cpu_write(*kd->submit, (unsigned long)current |
+		       (IOPRIO_PRIO_CLASS(bio->bi_ioprio) == IOPRIO_CLASS_IDLE ?
+			KVB_SUBMIT_IDLE : 0));
+
 	/*
 	 * Nothing queued, nothing to merge with: on a device that keeps up
 	 * every bio would otherwise take the lock for nothing. A request
@@ -1297,19 +1302,44 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 }
 
 /*
+ * Whether the read being allocated is IDLE. The allocation carries no bio,
+ * but the block layer offers each bio for a merge (kvb_bio_merge()) right
+ * before it allocates a request for it, in the same task: a mark this task
+ * left on this CPU gives the bio's own class, per request from io_uring's
+ * sqe->ioprio or libaio's aio_reqprio, else the task's. The allocation
+ * uses the mark up; a bio that needs none (merged, or given a request the
+ * plug had cached) leaves it to the task's next bio. Without a mark (no
+ * merge offered: nomerges 2, a REQ_NOMERGE read; the task moved to another
+ * CPU in between) the task's class decides.
+ */
+static bool kvb_submit_idle(struct kvb_data *kd)
+{
+	unsigned long mark = this_cpu_read(*kd->submit);
+
+	if ((mark & ~KVB_SUBMIT_IDLE) != (unsigned long)current)
+		return IOPRIO_PRIO_CLASS(get_current_ioprio()) ==
+		       IOPRIO_CLASS_IDLE;
+	/* Another task's mark, written since on this CPU, stays. */
+	this_cpu_cmpxchg(*kd->submit, mark, 0);
+	return mark & KVB_SUBMIT_IDLE;
+}
+
+/*
  * Keep a share of the scheduler tags for demand and other synchronous
  * reads: async requests, writes, readahead and IDLE-class (prefetch) reads
  * may only take async_depth of them, so neither a burst of writeback nor a
  * flood of prefetch can leave a reader waiting for a tag before kvbatch
- * even sees it. The bio's own ioprio is not known here: the class is the
- * submitting task's (ionice, ioprio_set()).
+ * even sees it. A read is IDLE by its bio's class (kvb_submit_idle()).
+ * Requests the block layer allocates at once for a plug's bios take the
+ * first bio's budget: a limited allocation takes one tag, so only a batch
+ * begun by an unlimited read is shared with the bios after it.
  */
 static void kvb_limit_depth(blk_opf_t opf, struct blk_mq_alloc_data *data)
 {
 	struct kvb_data *kd = data->q->elevator->elevator_data;
 
 	if (op_is_sync(opf) && !op_is_write(opf) && !(opf & REQ_RAHEAD) &&
-	    IOPRIO_PRIO_CLASS(get_current_ioprio()) != IOPRIO_CLASS_IDLE)
+	    !kvb_submit_idle(kd))
 		return;
 
 	data->shallow_depth = kvb_shallow_depth(data->hctx,
@@ -1496,6 +1526,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 {
 	unsigned int nr = clamp(max_batches, 16U, 65536U);
 	struct kvb_pcpu __percpu *pcpu;
+	unsigned long __percpu *submit;
 	struct elevator_queue *eq;
 	struct kvb_lane *lanes;
 	struct kvb_data *kd;
@@ -1518,11 +1549,13 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd = kzalloc_node(sizeof(*kd), GFP_KERNEL, q->node);
 	mem = kvzalloc_node(kvp_size(nr), GFP_KERNEL, q->node);
 	pcpu = alloc_percpu(struct kvb_pcpu);
+	submit = alloc_percpu(unsigned long);
 	lanes = kcalloc_node(max(q->nr_hw_queues, 1U), sizeof(*lanes),
 			     GFP_KERNEL, q->node);
-	if (!eq || !kd || !mem || !pcpu || !lanes) {
+	if (!eq || !kd || !mem || !pcpu || !submit || !lanes) {
 		memalloc_noio_restore(noio);
 		kfree(lanes);
+		free_percpu(submit);
 		free_percpu(pcpu);
 		kvfree(mem);
 		kfree(kd);
@@ -1533,6 +1566,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	for_each_possible_cpu(cpu)
 		spin_lock_init(&per_cpu_ptr(pcpu, cpu)->lock);
 	kd->pcpu = pcpu;
+	kd->submit = submit;
 	kd->nr_lanes = max(q->nr_hw_queues, 1U);
 	for (i = 0; i < kd->nr_lanes; i++) {
 		spin_lock_init(&lanes[i].lock);
@@ -1607,6 +1641,7 @@ static void kvb_exit_sched(struct elevator_queue *e)
 
 	blk_stat_disable_accounting(kd->q);
 	kfree(kd->lanes);
+	free_percpu(kd->submit);
 	free_percpu(kd->pcpu);
 	kvfree(ps);
 	kfree(kd);
