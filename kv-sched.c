@@ -581,6 +581,33 @@ bool kvb_lock_applied(struct kvb_data *kd)
 	return demand;
 }
 
+/*
+ * Run the queue for work in kvbatch's device-wide queue: a hold that
+ * ended, a write that may go, a tunable that frees requests. One hardware
+ * context does: any context's dispatch takes the next request, and blk-mq
+ * issues it on the request's own context (rq->mq_hctx). Every context
+ * would cost a kblockd work item each (one per CPU on an NVMe drive) for
+ * one request's worth of room, and each that found the room taken by
+ * another would have blk-mq arm a delayed run of every context (a
+ * dispatch that returns nothing after has_work() said "work"). A lane
+ * needs no run from here: its requests are taken by the run of its own
+ * context that follows their insert.
+ *
+ * @hctx: the context to run, or NULL for this CPU's. A stopped context
+ * does not run until its driver starts it again: then every context
+ * that is not stopped runs instead, so that the work need not wait.
+ */
+static void kvb_run_queue(struct kvb_data *kd, struct blk_mq_hw_ctx *hctx)
+{
+	if (!hctx)
+		hctx = blk_mq_map_queue_type(kd->q, HCTX_TYPE_DEFAULT,
+					     raw_smp_processor_id());
+	if (hctx && !blk_mq_hctx_stopped(hctx))
+		blk_mq_run_hw_queue(hctx, true);
+	else
+		blk_mq_run_hw_queues(kd->q, true);
+}
+
 /* Release it, and run the queue if what was applied calls for it. */
 void kvb_unlock_applied(struct kvb_data *kd, bool demand)
 	__releases(&kd->lock)
@@ -589,7 +616,7 @@ void kvb_unlock_applied(struct kvb_data *kd, bool demand)
 
 	spin_unlock_irq(&kd->lock);
 	if (run)
-		blk_mq_run_hw_queues(kd->q, true);
+		kvb_run_queue(kd, NULL);
 }
 
 /* The first request on @hctx's lane (kvb_insert_direct()), if any. */
@@ -1031,6 +1058,7 @@ static void kvb_request_done(struct request *rq, u64 now)
 	struct kvb_data *kd = q->elevator->elevator_data;
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
+	struct blk_mq_hw_ctx *hctx = rq->mq_hctx;
 	bool recorded = false, demand, run;
 	unsigned long flags;
 	u64 lat = 0;
@@ -1066,8 +1094,9 @@ static void kvb_request_done(struct request *rq, u64 now)
 	run = kvb_settle(kd, demand);
 	spin_unlock_irqrestore(&kd->lock, flags);
 
+	/* Its context's tag is free, or about to be. */
 	if (run)
-		blk_mq_run_hw_queues(q, true);
+		kvb_run_queue(kd, hctx);
 }
 
 /*
@@ -1518,8 +1547,10 @@ static void kvb_write_timer_fn(struct timer_list *t)
 	struct kvb_data *kd = container_of(t, struct kvb_data, write_timer);
 	bool demand = kvb_lock_applied(kd);
 
-	kvb_unlock_applied(kd, demand);
-	blk_mq_run_hw_queues(kd->q, true);
+	/* The run below does whatever the settle asks for. */
+	kvb_settle(kd, demand);
+	spin_unlock_irq(&kd->lock);
+	kvb_run_queue(kd, NULL);
 }
 
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
@@ -1730,9 +1761,10 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	/* A shorter batch window closes draining batches sooner. */
 	if (t == KVB_BATCH_WINDOW_US)
 		kvb_arm_reap(kd);
-	kvb_unlock_applied(kd, demand);
+	kvb_settle(kd, demand);
+	spin_unlock_irq(&kd->lock);
 	/* A higher max_inflight, or a shorter expire, may free requests. */
-	blk_mq_run_hw_queues(kd->q, true);
+	kvb_run_queue(kd, NULL);
 	return count;
 }
 
