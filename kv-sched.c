@@ -723,10 +723,16 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 	if (limit && READ_ONCE(ps->inflight) >= limit &&
 	    kvb_inflight(kd) >= limit)
 		return false;
-	/* Only writes queued while demand is in flight: the rare case. */
+	/*
+	 * Only writes queued while demand is in flight: the rare case. On
+	 * dispatch's clock (kvb_now(), which may be the plug's, a little
+	 * behind ktime_get_ns()), read after this one: a write expired here
+	 * has expired there too, rather than a dispatch that finds nothing
+	 * after "work", for which blk-mq runs every context again.
+	 */
 	if (READ_ONCE(ps->wq->queued) == READ_ONCE(ps->queued) &&
 	    READ_ONCE(ps->tier[KVB_TIER_DEMAND].inflight))
-		return !kvp_writes_held(ps, ktime_get_ns(), &until);
+		return !kvp_writes_held(ps, kvb_now(), &until);
 	return true;
 }
 
