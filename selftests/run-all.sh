@@ -343,6 +343,9 @@ host_test tools_cli.sh "tools cli: " tools-cli.log
 # --- kvvm --icount: a guest of four vCPUs on the instruction clock --------
 host_test kvvm_icount.sh "kvvm --icount: " kvvm-icount.log
 
+# --- queue runs per request on eight hardware queues: a guest of its own ---
+host_test hctx_runs.sh "queue runs, 8 vCPUs: " hctx-runs.log
+
 # --- the documentation: its length, and no history in the tree (host) -----
 host_test docs_check.sh "docs: " docs-check.log
 
