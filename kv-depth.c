@@ -172,10 +172,13 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 		d->cv2 = cv2;
 	}
 	d->fresh = false;
-	d->probing = false;
+	WRITE_ONCE(d->probing, false);
 	d->busy_since_probe = 0;
-	d->probe_every = max(KVP_DEPTH_PROBE_EVERY,
-			     100 * (now - d->probe_start));
+	/* Completions applied late may carry a time before the start. */
+	d->probe_every = KVP_DEPTH_PROBE_EVERY;
+	if (now > d->probe_start)
+		d->probe_every = max(d->probe_every,
+				     100 * (now - d->probe_start));
 	d->ref_dies = 0;
 	d->sum_dies = 0;
 	d->nr_sum = 0;
@@ -282,7 +285,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	 * burst at its depth. The next load probes again.
 	 */
 	if (d->probing && !inflight && !queued) {
-		d->probing = false;
+		WRITE_ONCE(d->probing, false);
 		kvp_depth_set(d, d->saved, now);
 		return true;
 	}
@@ -308,7 +311,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	/* A load that fills the probe's depth: otherwise there is no queue. */
 	if ((!d->base_ns || d->busy_since_probe >= d->probe_every) &&
 	    inflight + queued >= KVP_DEPTH_PROBE) {
-		d->probing = true;
+		WRITE_ONCE(d->probing, true);
 		d->probes++;
 		d->probe_start = now;
 		d->saved = d->limit;
