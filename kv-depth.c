@@ -41,11 +41,13 @@
  *
  * The unloaded latency and its variance come from a probe: the limit
  * drops to KVP_DEPTH_PROBE, engaged or not, for KVP_DEPTH_PROBE_RQS
- * completions, at start, after every KVP_DEPTH_PROBE_EVERY of busy time
+ * completions (a quarter of it at start, so the next comes after a fifth
+ * of the time), at start, after every KVP_DEPTH_PROBE_EVERY of busy time
  * (and at least 100 probes' time, so probing costs at most 1% of it), and
  * at once when the dies inferred move by a quarter over KVP_DEPTH_SPAN
  * windows (the service changed: writes began or ended); each only under a
- * load at least the probe's depth, and given up if the load goes away.
+ * load at least the probe's depth that shows a queue somewhere, and given
+ * up if the load goes away.
  * The die count is the maximum over that span, so a GC pause or a burst
  * gap does not pull the limit down.
  *
@@ -126,6 +128,7 @@ static void kvp_depth_tick(struct kvp_depth *d, u32 inflight, u64 now)
 static void kvp_depth_reset(struct kvp_depth *d)
 {
 	d->n = 0;
+	d->lat_min = 0;
 	d->busy_ns = 0;
 	d->lat_ns = 0;
 	d->lat2 = 0;
@@ -156,6 +159,7 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 {
 	u64 mean = div64_u64(d->lat_ns, d->n);
 	u64 m64 = div64_u64(d->lat_ns >> 6, d->n);
+	bool first = !d->base_ns;
 	u64 cv2 = 0;
 
 	if (m64)
@@ -174,8 +178,11 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 	d->fresh = false;
 	WRITE_ONCE(d->probing, false);
 	d->busy_since_probe = 0;
-	/* Completions applied late may carry a time before the start. */
-	d->probe_every = KVP_DEPTH_PROBE_EVERY;
+	/*
+	 * The first probe is short, so a full one follows soon. Completions
+	 * applied late may carry a time before the start.
+	 */
+	d->probe_every = KVP_DEPTH_PROBE_EVERY / (first ? 5 : 1);
 	if (now > d->probe_start)
 		d->probe_every = max(d->probe_every,
 				     100 * (now - d->probe_start));
@@ -218,7 +225,6 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	u64 r, u, dies = 0, c, a, disc, uc, ut, limit;
 	u32 i, ceiling = 0;
 
-	d->windows++;
 	r = min(div64_u64(mean << 16, d->base_ns), 4096 * Q16);
 	if (r > KVP_DEPTH_R_QUEUE) {
 		u = div64_u64((r - Q16) << 16, r - Q16 + k);
@@ -291,8 +297,12 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	}
 	if (!lat_ns)
 		return false;
-	/* Admitted under an older limit: the window starts after it. */
-	if (lat_ns > now || now - lat_ns < d->from_ns) {
+	/*
+	 * Admitted under an older limit: the window starts after it. One
+	 * dispatched in the same nanosecond as the change may have been
+	 * admitted before it.
+	 */
+	if (lat_ns > now || now - lat_ns <= d->from_ns) {
 		kvp_depth_reset(d);
 		return false;
 	}
@@ -308,9 +318,20 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		kvp_depth_probed(d, now);
 		return true;
 	}
-	/* A load that fills the probe's depth: otherwise there is no queue. */
+	d->lat_min = d->lat_min ? min(d->lat_min, lat_ns) : lat_ns;
+	if (d->n < max(KVP_DEPTH_WINDOW_MIN, d->limit) || !d->busy_ns)
+		return false;
+	d->windows++;
+	/*
+	 * Probe when due, under a load that fills the probe's depth, and
+	 * only if the window shows a queue somewhere: its mean latency half
+	 * again its shortest. Where every request is served at once (a
+	 * device of free units, fixed service time) nothing is probed, and
+	 * nothing is ever held.
+	 */
 	if ((!d->base_ns || d->busy_since_probe >= d->probe_every) &&
-	    inflight + queued >= KVP_DEPTH_PROBE) {
+	    inflight + queued >= KVP_DEPTH_PROBE &&
+	    2 * d->lat_ns > 3 * d->lat_min * d->n) {
 		WRITE_ONCE(d->probing, true);
 		d->probes++;
 		d->probe_start = now;
@@ -318,7 +339,9 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		kvp_depth_set(d, min(KVP_DEPTH_PROBE, d->max), now);
 		return true;
 	}
-	if (d->n < max(KVP_DEPTH_WINDOW_MIN, d->limit) || !d->busy_ns)
+	if (!d->base_ns) {
+		kvp_depth_reset(d);
 		return false;
+	}
 	return kvp_depth_window(d, now);
 }

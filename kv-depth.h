@@ -30,6 +30,7 @@ struct kvp_depth {
 	u32	n;		/* completions counted */
 	u64	busy_ns;
 	u64	lat_ns;		/* sum of their times in the device */
+	u64	lat_min;	/* the shortest */
 	u64	lat2;		/* sum of squares, in 64 ns units (probe) */
 	u32	out;		/* most requests outstanding (in flight + queued) */
 

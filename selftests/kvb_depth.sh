@@ -12,8 +12,10 @@
 # behind its die's FIFO, about 32 reads. Under kvbatch the controller has
 # only latencies to go by; it must
 #
-# - probe the unloaded device and infer its dies (auto_dies 6 to 16:
-#   the guest's own time per request counts as service);
+# - probe the unloaded device, every request held in kvbatch first, and
+#   measure its service time (20 ms, at most twice that);
+# - infer its dies (auto_dies 6 to 16: the guest's own time per request
+#   counts as service);
 # - hold the device well below the load's depth (auto_limit at most 75%
 #   of the 256 outstanding);
 # - keep at least 90% of none's foreign throughput;
@@ -44,7 +46,7 @@ dbg=/sys/kernel/debug/block/$d/sched
 secs=20
 
 ktap_print_header
-ktap_set_plan 9
+ktap_set_plan 10
 
 # depth_field NAME: a field of kvbatch's depth file of the disk in $dbg.
 depth_field() {
@@ -99,6 +101,11 @@ limit=$(depth_field auto_limit)
 ktap_check "the controller probed and inferred 6 to 16 dies (8)" \
 	test "$(depth_field auto_probes)" -ge 1 -a "${dies:-0}" -ge 6 \
 	-a "${dies:-0}" -le 16
+# The probe holds every request in kvbatch first: its service time is
+# taken from the issue stamp of a request dispatched from the queue.
+svc=$(depth_field auto_service_us)
+ktap_check "the probe measured the device's reads ($svc us of $((500 * scale)))" \
+	test "${svc:-0}" -ge $((500 * scale)) -a "${svc:-0}" -lt $((1000 * scale))
 ktap_check "it holds the device at most 75% of 256 deep (limit $limit)" \
 	test "${limit:-999}" -le 192
 ktap_check "foreign throughput at least 90% of none's" \

@@ -11,8 +11,9 @@
 # foreign read more than a second after it lifts it. The accounting
 # balances throughout. The one exception is the controller's probe of the
 # unloaded device, which holds every request at its probe depth, demand or
-# not: the first one, at start, is over before the readers are measured,
-# and the next is seconds of busy time away.
+# not, where latencies show a queue: the first one, at start, is over
+# before the readers are measured, and the next is a second of busy time
+# away or more.
 #
 # Behind a fixed max_inflight of 1 the device must be the bottleneck, not
 # the guest's CPU: nearly every arrival then finds the limit full or
@@ -27,10 +28,9 @@
 # The depth controller takes each service time from the request's issue
 # stamp (io_start_time_ns, which blk-mq keeps while the queue keeps I/O
 # statistics, as kvbatch asks) and its completion time (blk-mq's, given
-# to completed_request()): whether a request goes on arrival or waits in
-# kvbatch (for the probe, once max_inflight is automatic again), the
-# controller closes windows and measures at least the device's service
-# time.
+# to completed_request()): for requests that go on arrival, it closes
+# windows and measures at least the device's service time. (Those that
+# wait in kvbatch first: kvb_depth.sh, whose probe holds every request.)
 #
 # A request dispatched on arrival waits on its hardware context's lane for
 # that context's dispatch. When blk-mq rebuilds the contexts under load
@@ -46,7 +46,7 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_require_cmd ionice
-kvb_begin_nullb 15 submit_queues=2 hw_queue_depth=128 irqmode=2 \
+kvb_begin_nullb 13 submit_queues=2 hw_queue_depth=128 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 d=nullb0
@@ -75,14 +75,17 @@ about() {
 }
 
 # measured WINDOWS: the depth controller has closed windows since it had
-# closed WINDOWS, and its service time is the device's 1 ms or more (and
-# under a second): completions carry their service times.
+# closed WINDOWS, and its service time, if a probe measured one (only
+# where the latencies show a queue, as the guest's own time per request
+# may), is the device's 1 ms or more (and under a second): completions
+# carry their service times.
 measured() {
 	local w s
 
 	w=$(depth_field auto_windows); s=$(depth_field auto_service_us)
 	log "depth windows $1 -> $w, service time $s us"
-	[ "$w" -gt "$1" ] && [ "$s" -ge 1000 ] && [ "$s" -lt 1000000 ]
+	[ "$w" -gt "$1" ] &&
+		{ [ "$s" = 0 ] || { [ "$s" -ge 1000 ] && [ "$s" -lt 1000000 ]; }; }
 }
 
 # one_read [IONICE...]: a 4 KiB direct read, in the given I/O class.
@@ -105,16 +108,14 @@ on_arrival() {
 	log "dispatched $dis, on arrival $dir"
 }
 
-# first_probe: foreign readers for a second, and the controller's first
-# probe is over.
+# first_probe: foreign readers for a second, and no probe is in progress
+# (the first, if the readers' latencies showed a queue, is over).
 first_probe() {
 	readers warm 1 || return 1
 	log "$(tr '\n' ' ' < "$dbg/depth")"
-	[ "$(depth_field auto_probes)" -ge 1 ] &&
-		[ "$(depth_field auto_probing)" = 0 ]
+	[ "$(depth_field auto_probing)" = 0 ]
 }
-ktap_check "the depth controller's first probe, under foreign readers" \
-	first_probe
+ktap_check "foreign readers for a second: no probe in progress" first_probe
 echo 1 > "$dbg/reset_stats"
 w0=$(depth_field auto_windows)
 p0=$(depth_field auto_probes)
@@ -171,10 +172,6 @@ mostly_queued() {
 }
 ktap_check "at least 90% of requests queued first" mostly_queued
 echo 0 > "/sys/block/$d/queue/iosched/max_inflight"
-w0=$(depth_field auto_windows)
-ktap_check "automatic again: foreign readers on 20 ms completions, 3 s" \
-	readers auto 3
-ktap_check "service times measured on queued dispatch" measured "$w0"
 
 ktap_check "accounting balances (inserted = completed + merged)" \
 	kvb_balanced "$d"

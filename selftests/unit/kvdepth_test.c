@@ -279,8 +279,9 @@ static struct result run(const struct dev_case *dc, const struct load_case *lc,
 			next_rc += rnd_exp(&s, 1000000000ULL / lc->recalls_per_s);
 		}
 		dispatch(&s, dc, now, ctl ? &d : NULL);
+		/* The controller's limit: a probe's is not a decision. */
 		if (ctl && now >= lc->warm_ns && now >= sample &&
-		    nr_lims < (1 << 16)) {
+		    !d.probing && nr_lims < (1 << 16)) {
 			lims[nr_lims++] = d.limit;
 			s.lim_min = d.limit < s.lim_min ? d.limit : s.lim_min;
 			sample = now + MS / 4;
@@ -314,7 +315,7 @@ static void pair(const char *name, const struct dev_case *dc,
 
 static const struct load_case open_load = {
 	.rho_pct = 120, .recalls_per_s = 200,
-	.dur_ns = 2000 * MS, .warm_ns = 500 * MS,
+	.dur_ns = 3000 * MS, .warm_ns = 500 * MS,
 };
 
 /*
@@ -356,7 +357,8 @@ static bool test_null(void)
 	pair("null, 1024 servers", &dc, &lc, &c, &n);
 	EXPECT(c.iops >= 0.99 * n.iops, "throughput %.3fx", c.iops / n.iops);
 	EXPECT(c.lim_min == TAGS && c.lim_end == TAGS,
-	       "limit min %u end %u, not %u", c.lim_min, c.lim_end, TAGS);
+	       "limit min %u end %u, not %u (probes aside)", c.lim_min,
+	       c.lim_end, TAGS);
 	return true;
 }
 
@@ -421,10 +423,26 @@ static bool test_repeat(void)
 }
 
 /*
- * A probe needs a load at its depth and does not outlast it: a reader at
- * QD1 never starts one, and one started under a load that then ends gives
- * the limit back, rather than holding the next burst at the probe's depth.
+ * A probe needs a load at its depth that shows a queue, and does not
+ * outlast the load: readers at QD1, or deep ones served at once (a fixed
+ * service time), never start one; one started under a load that then
+ * ends gives the limit back, rather than holding the next burst at the
+ * probe's depth.
  */
+static u64 feed(struct kvp_depth *d, u64 t, u32 n, u32 depth, u32 queued,
+		bool spread)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++, t += 100 * US) {
+		u64 lat = spread ? (50 + (i % 8) * 50) * US : 100 * US;
+
+		kvp_depth_dispatched(d, depth, t);
+		kvp_depth_completed(d, t + lat, lat, depth - 1, queued);
+	}
+	return t;
+}
+
 static bool test_probe_load(void)
 {
 	struct kvp_depth d;
@@ -432,20 +450,20 @@ static bool test_probe_load(void)
 	u32 i;
 
 	kvp_depth_init(&d, 256);
-	for (i = 0; i < 100; i++, t += 200 * US) {
-		kvp_depth_dispatched(&d, 1, t);
-		kvp_depth_completed(&d, t + 100 * US, 100 * US, 0, 0);
-	}
+	t = feed(&d, t, 1024, 1, 0, true);
 	EXPECT(!d.probing && d.probes == 0 && d.limit == 256,
 	       "QD1: probing %d, probes %llu, limit %u", d.probing,
 	       (unsigned long long)d.probes, d.limit);
-	for (i = 1; i <= 8; i++)
-		kvp_depth_dispatched(&d, i, t);
-	kvp_depth_completed(&d, t + 100 * US, 100 * US, 7, 10);
-	EXPECT(d.probing && d.limit == 4, "a load of 17: probing %d, limit %u",
-	       d.probing, d.limit);
-	for (i = 7; i-- > 0; )
-		kvp_depth_completed(&d, t + 200 * US, 200 * US, i, 0);
+	t = feed(&d, t, 1000, 64, 64, false);
+	EXPECT(!d.probing && d.probes == 0 && d.limit == 256,
+	       "fixed service at QD 128: probing %d, probes %llu, limit %u",
+	       d.probing, (unsigned long long)d.probes, d.limit);
+	for (i = 0; i < 512 && !d.probing; i++)
+		t = feed(&d, t, 1, 64, 64, true);
+	EXPECT(d.probing && d.limit == 4, "a queue at QD 128: probing %d, "
+	       "limit %u after %u completions", d.probing, d.limit, i);
+	for (i = 63; i-- > 0; )
+		kvp_depth_completed(&d, t, 100 * US, i, 0);
 	EXPECT(!d.probing && d.limit == 256,
 	       "the load is gone: probing %d, limit %u", d.probing, d.limit);
 	return true;
@@ -464,5 +482,5 @@ TAP_MAIN(
 	{ test_gc, "GC pauses: throughput held, recall faster" },
 	{ test_closed, "a closed loop below the tags is limited" },
 	{ test_repeat, "a seed repeats a run" },
-	{ test_probe_load, "a probe needs a load and ends with it" },
+	{ test_probe_load, "a probe needs a queue under load, ends with it" },
 )
