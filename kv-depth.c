@@ -51,6 +51,14 @@
  * The die count is the maximum over that span, so a GC pause or a burst
  * gap does not pull the limit down.
  *
+ * One case the formula cannot see: a device whose throughput does not
+ * grow with depth at all (one busy unit, or capped by rate, as a
+ * throttled virtual disk), where latency grows with depth as it would
+ * with dies far from saturation. The probe tells: if its depth already
+ * gave KVP_DEPTH_U_STAR of the rate seen deeper, the limit is the probe's
+ * depth until the next probe, after which the rate is measured deeper
+ * again.
+ *
  * A window counts only requests dispatched after the last real change of
  * the limit: those admitted under the old one say nothing about the new.
  *
@@ -87,6 +95,7 @@ void kvp_depth_init(struct kvp_depth *d, u32 max)
 	d->max = max ? max : 1;
 	/* Start deep: too high a limit costs order, too low throughput. */
 	d->limit = d->max;
+	d->pk = d->max;
 	d->probe_every = KVP_DEPTH_PROBE_EVERY;
 }
 
@@ -101,6 +110,8 @@ void kvp_depth_set_max(struct kvp_depth *d, u32 max)
 			   d->max);
 	if (d->saved == old || d->saved > d->max)
 		d->saved = d->max;
+	if (d->pk == old || d->pk > d->max)
+		d->pk = d->max;
 }
 
 u32 kvp_depth_dies(const struct kvp_depth *d)
@@ -189,7 +200,13 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 	d->ref_dies = 0;
 	d->sum_dies = 0;
 	d->nr_sum = 0;
-	kvp_depth_set(d, d->saved, now);
+	d->probe_rate = div64_u64((u64)d->n * NSEC_PER_SEC, max(d->busy_ns, 1ULL));
+	memset(d->rates, 0, sizeof(d->rates));
+	/*
+	 * Held at the probe's depth (kvp_depth_window()): measure the loaded
+	 * rate again, at the formula's limit.
+	 */
+	kvp_depth_set(d, d->saved > KVP_DEPTH_PROBE ? d->saved : d->pk, now);
 }
 
 /*
@@ -222,9 +239,14 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 {
 	u64 k = (Q16 + d->cv2) / 2;
 	u64 mean = div64_u64(d->lat_ns, d->n);
-	u64 r, u, dies = 0, c, a, disc, uc, ut, limit;
+	u64 rate = div64_u64((u64)d->n * NSEC_PER_SEC, d->busy_ns);
+	u64 r, u, dies = 0, c, a, disc, uc, ut, limit, rate_max = 0;
 	u32 i, ceiling = 0;
 
+	if (d->limit > 2 * KVP_DEPTH_PROBE) {
+		d->rates[d->rslot] = rate;
+		d->rslot = (d->rslot + 1) % KVP_DEPTH_SPAN;
+	}
 	r = min(div64_u64(mean << 16, d->base_ns), 4096 * Q16);
 	if (r > KVP_DEPTH_R_QUEUE) {
 		u = div64_u64((r - Q16) << 16, r - Q16 + k);
@@ -247,6 +269,7 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	for (i = 0; i < KVP_DEPTH_SPAN; i++) {
 		dies = max_t(u64, dies, d->dies[i]);
 		ceiling = max(ceiling, d->outs[i]);
+		rate_max = max(rate_max, d->rates[i]);
 	}
 	if (!dies)
 		return false;	/* no queue seen: keep the limit */
@@ -268,6 +291,16 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 		limit = ((dies * ut >> 16) * kvp_depth_r(k, ut) >> 24) + 1;
 		limit = clamp_t(u64, limit, 1, d->max);
 	}
+	d->pk = limit;
+	/*
+	 * The probe's depth already gave U_STAR of the rate seen deeper
+	 * since: more depth buys no throughput there (one busy unit, a
+	 * device capped by rate), whatever the formula says. Hold it at the
+	 * probe's depth until the next probe, which measures deeper again.
+	 */
+	if (d->probe_rate && rate_max &&
+	    d->probe_rate * Q16 >= KVP_DEPTH_U_STAR * rate_max)
+		limit = min(KVP_DEPTH_PROBE, d->max);
 	if (limit == d->limit)
 		return false;
 	/* Small moves keep the window: its requests fit either limit. */

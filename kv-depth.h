@@ -46,6 +46,14 @@ struct kvp_depth {
 	u32	dies[KVP_DEPTH_SPAN];
 	u32	outs[KVP_DEPTH_SPAN];
 	u32	slot;
+	/*
+	 * Completions a second of busy time: at the probe's depth, and per
+	 * window deeper than it since the probe. The limit the formula gave.
+	 */
+	u64	probe_rate;
+	u64	rates[KVP_DEPTH_SPAN];
+	u32	rslot;
+	u32	pk;
 	/* The dies over the span after the last probe, and now. */
 	u64	ref_dies, sum_dies;
 	u32	nr_sum;

@@ -37,6 +37,7 @@
 #define TAGS	1024U
 
 struct dev_case {
+	u32	rate;		/* > 0: one FIFO serving this many a second */
 	u32	dies;		/* 0: null device of TAGS servers */
 	u32	cv_pct;
 	u32	write_pct;	/* share of background programs */
@@ -69,6 +70,7 @@ struct sim {
 	int	rq_ring[MAX_EV];
 	u32	rq_head, rq_tail;
 	u32	inflight;
+	u64	fifo_busy;	/* the rate-capped FIFO's busy-until */
 	/* batches */
 	u64	b_arrive[4096];
 	u32	b_left[4096];
@@ -143,6 +145,8 @@ static double capacity(const struct dev_case *dc)
 {
 	double read = 100e3, prog = 600e3, per;
 
+	if (dc->rate)
+		return dc->rate;
 	if (!dc->dies)
 		return TAGS * 1e9 / svc_ns_of(dc);
 	per = read * (100 - dc->write_pct) / 100 + prog * dc->write_pct / 100;
@@ -158,7 +162,12 @@ static void submit(struct sim *s, const struct dev_case *dc, u64 now,
 	bool prog = batch < 0 && dc->write_pct &&
 		    rnd(s) % 100 < dc->write_pct;
 
-	if (dc->dies) {
+	if (dc->rate) {
+		e.die = 0;
+		s->fifo_busy = (s->fifo_busy > now ? s->fifo_busy : now) +
+			       1000000000ULL / dc->rate;
+		e.t = s->fifo_busy;
+	} else if (dc->dies) {
 		e.die = rnd(s) % dc->dies;
 		e.t = kvssd_die_submit(&s->m, e.die, now,
 				       kvssd_service(&s->m, prog ?
@@ -241,7 +250,7 @@ static struct result run(const struct dev_case *dc, const struct load_case *lc,
 			struct ev e = ev_pop(&s);
 
 			now = e.t;
-			if (dc->dies)
+			if (dc->dies && !dc->rate)
 				kvssd_die_done(&s.m, e.die);
 			s.inflight--;
 			if (now >= lc->warm_ns) {
@@ -423,6 +432,31 @@ static bool test_repeat(void)
 }
 
 /*
+ * A device capped by rate (a throttled virtual disk: one FIFO at 3000 a
+ * second) gives its whole throughput at any depth, and latency grows
+ * with depth as if dies were far from saturation. The probe's depth
+ * already gives the rate seen deeper: the limit must sit there most of
+ * the time, the recall far faster than with no limit, the throughput
+ * held.
+ */
+static bool test_rate_capped(void)
+{
+	struct dev_case dc = { .rate = 3000, .dies = 1 };
+	struct load_case lc = open_load;
+	struct result c, n;
+
+	lc.recalls_per_s = 20;
+	lc.dur_ns = 20000 * MS;
+	lc.warm_ns = 2000 * MS;
+	pair("FIFO capped at 3000/s", &dc, &lc, &c, &n);
+	EXPECT(c.iops >= 0.97 * n.iops, "throughput %.3fx", c.iops / n.iops);
+	EXPECT(c.lim_med <= 8, "median limit %u", c.lim_med);
+	EXPECT(c.recall_ms <= 0.2 * n.recall_ms, "recall %.2fx",
+	       c.recall_ms / n.recall_ms);
+	return true;
+}
+
+/*
  * A probe needs a load at its depth that shows a queue, and does not
  * outlast the load: readers at QD1, or deep ones served at once (a fixed
  * service time), never start one; one started under a load that then
@@ -482,5 +516,6 @@ TAP_MAIN(
 	{ test_gc, "GC pauses: throughput held, recall faster" },
 	{ test_closed, "a closed loop below the tags is limited" },
 	{ test_repeat, "a seed repeats a run" },
+	{ test_rate_capped, "a device capped by rate: held at the probe's depth" },
 	{ test_probe_load, "a probe needs a queue under load, ends with it" },
 )
