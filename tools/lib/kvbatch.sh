@@ -97,6 +97,15 @@ KVB_DEEP_RECALL=(-s 16,32,64 -b 4096 --foreign 256 --prefetch 64)
 # shellcheck disable=SC2034
 KVB_NULLB_SAT=(submit_queues=2 hw_queue_depth=256 shared_tag_bitmap=1
 	       irqmode=2 completion_nsec=8000000 gb=4)
+# kvssd's shape for the recall row on a device that queues inside
+# (tools/kvab's ssdrecall row): 64 dies (8 channels of 8) of 4 ms reads
+# (100 us x 40), two hardware queues of 256 tags. Its bound, 16 000 read
+# IOPS, is a fraction of what a guest vCPU drives on the instruction clock
+# under any scheduler, so the device, not the guest, is the limit.
+# shellcheck disable=SC2034
+KVB_KVSSD_RECALL=(channels=8 dies_per_channel=8 read_us=100 time_scale=40
+		  cv_pct=30 gc_programs=0 hw_queues=2 queue_depth=256
+		  capacity_mb=4096 seed=7)
 
 # kvb_kernel_has OPTION: the running kernel was built with OPTION=y.
 # Debian 12 keeps a kernel's config in /boot, Debian 13 (the 7.3 guest's
