@@ -61,16 +61,16 @@ done
 # A scheduler listed twice (its runs would sum into one mean), and a
 # variant named so that it would be a second kvbatch; a kvbatch tunable
 # it does not have or a value it refuses (checked before the build and the
-# boot, not in the guest), one scheduler alone, a row twice, and -p with
-# -n; the long options; a revision older than KVB_MODNAME (the first
-# commit), whose module cannot be renamed.
+# boot, not in the guest), one scheduler alone, a row twice (the kvssd
+# row too), and -p with -n; the long options; a revision older than
+# KVB_MODNAME (the first commit), whose module cannot be renamed.
 root=$(git -C "$top" rev-list --max-parents=0 HEAD | tail -n 1)
 for args in "-s|mq-deadline kvbatch kvbatch" "atch=HEAD" \
 	    "-s|mq-deadline kvbatch:nosuch_knob=1" \
 	    "-s|mq-deadline kvbatch:max_inflight=abc" \
 	    "-s|mq-deadline kvbatch:max_inflight=4097" \
 	    "-s|mq-deadline kvbatch:batch_key=bogus" \
-	    "-s|kvbatch" "-w|cost cost" "-n|-p" \
+	    "-s|kvbatch" "-w|cost cost" "-w|ssdrecall recall ssdrecall" "-n|-p" \
 	    "--rounds|0" "--time=1000" "--cpus|9" "--rows|foo" \
 	    "--schedulers|kvbatch" "--kernel|nosuch" "--build-only|--profile" \
 	    "c1=$root"; do
@@ -80,7 +80,7 @@ for args in "-s|mq-deadline kvbatch kvbatch" "atch=HEAD" \
 		bad=$((bad + 1))
 	fi
 done
-ktap_check "42 bad argument lists: exit 2 with the usage, nothing built" \
+ktap_check "43 bad argument lists: exit 2 with the usage, nothing built" \
 	[ $bad = 0 ]
 # helps: --help and -h print the usage and the long options on stdout,
 # nothing on stderr, and exit 0. (Called through ktap_check.)
