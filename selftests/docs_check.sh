@@ -19,18 +19,9 @@
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-case ${1-} in
--h|--help)
-	echo "usage: docs_check.sh [--help]"
-	exit 0 ;;
-'') ;;
-*)
-	echo "usage: docs_check.sh [--help]" >&2
-	exit 2 ;;
-esac
-
 # shellcheck source=selftests/ktap_helpers.sh
 source "$(dirname "$0")/ktap_helpers.sh"
+ktap_no_args docs_check.sh "$@"
 
 ktap_print_header
 ktap_set_plan 8

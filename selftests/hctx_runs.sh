@@ -12,14 +12,9 @@
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
 
-case ${1-} in
--h|--help) echo "usage: hctx_runs.sh [--help]"; exit 0 ;;
-'') ;;
-*) echo "usage: hctx_runs.sh [--help]" >&2; exit 2 ;;
-esac
-
 # shellcheck source=selftests/ktap_helpers.sh
 source "$(dirname "$0")/ktap_helpers.sh"
+ktap_no_args hctx_runs.sh "$@"
 
 krel=$(make -s -C "$top" --no-print-directory print-kernels | tr ' ' '\n' |
 	sort -V | tail -n 1)

@@ -22,6 +22,17 @@ KTAP_CNT_FAIL=0
 KTAP_CNT_SKIP=0
 _ktap_planned=
 
+# ktap_no_args NAME [ARG...]: the command line of a host test that takes
+# none: --help or -h prints its usage line and exits 0, anything else
+# prints it on stderr and exits 2.
+ktap_no_args() {
+	case ${2-} in
+	-h|--help) echo "usage: $1 [--help]"; exit 0 ;;
+	'') ;;
+	*) echo "usage: $1 [--help]" >&2; exit 2 ;;
+	esac
+}
+
 ktap_print_header() {
 	echo "TAP version 13"
 }
