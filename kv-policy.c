@@ -43,7 +43,8 @@
 /* Outside the kernel there are no tracepoints. */
 #define trace_kvbatch_batch_open(...)	do { } while (0)
 #define trace_kvbatch_batch_close(...)	do { } while (0)
-#define trace_kvbatch_depth(dev, old, new, ns)	((void)(old))
+#define trace_kvbatch_depth(dev, old, new, ns)			\
+	((void)(dev), (void)(old), (void)(new), (void)(ns))
 #endif
 
 const char *const kvb_tier_names[KVB_NR_TIERS] = {
