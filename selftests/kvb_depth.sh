@@ -21,6 +21,12 @@
 # - keep at least 90% of none's foreign throughput;
 # - and so cut the recall's mean latency to at most 80% of none's.
 #
+# normal_expire_ms is 5 s under kvbatch: held out of the device, a foreign
+# read waits in kvbatch (about 130 of them at 400 a second, or 200 on a
+# debug kernel, over half a second), and past its 500 ms default it would
+# go first, oldest first, with the recall read behind it: that is the
+# expiry's test (kvb_policy.sh), not this one.
+#
 # The bounds leave room for a guest on host time beside another: its own
 # time per request, which grows with the host's load, reads as service
 # time and its spread, and so as more dies and a deeper limit.
@@ -87,7 +93,9 @@ fi
 
 declare -A recall iops
 for s in none kvbatch; do
-	if kvb_set_sched $d $s && load "kvssd-$s" 128; then
+	kvb_set_sched $d $s || continue
+	[ $s = none ] || echo 5000 > /sys/block/$d/queue/iosched/normal_expire_ms
+	if load "kvssd-$s" 128; then
 		recall[$s]=$(field "kvssd-$s" recall clat_ns.mean)
 		iops[$s]=$(field "kvssd-$s" foreign iops)
 		log "$s: foreign $((iops[$s])) IOPS, recall mean $((recall[$s] / 1000)) us"
