@@ -619,6 +619,15 @@ void kvb_unlock_applied(struct kvb_data *kd, bool demand)
 		kvb_run_queue(kd, NULL);
 }
 
+/* Release it, and run the queue whatever was applied: the caller needs it. */
+static void kvb_unlock_run(struct kvb_data *kd, bool demand)
+	__releases(&kd->lock)
+{
+	kvb_settle(kd, demand);
+	spin_unlock_irq(&kd->lock);
+	kvb_run_queue(kd, NULL);
+}
+
 /* The first request on @hctx's lane (kvb_insert_direct()), if any. */
 static struct request *kvb_lane_take(struct blk_mq_hw_ctx *hctx)
 {
@@ -1553,10 +1562,7 @@ static void kvb_write_timer_fn(struct timer_list *t)
 	struct kvb_data *kd = container_of(t, struct kvb_data, write_timer);
 	bool demand = kvb_lock_applied(kd);
 
-	/* The run below does whatever the settle asks for. */
-	kvb_settle(kd, demand);
-	spin_unlock_irq(&kd->lock);
-	kvb_run_queue(kd, NULL);
+	kvb_unlock_run(kd, demand);
 }
 
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
@@ -1767,10 +1773,8 @@ static ssize_t kvb_tunable_store(struct elevator_queue *e, const char *page,
 	/* A shorter batch window closes draining batches sooner. */
 	if (t == KVB_BATCH_WINDOW_US)
 		kvb_arm_reap(kd);
-	kvb_settle(kd, demand);
-	spin_unlock_irq(&kd->lock);
 	/* A higher max_inflight, or a shorter expire, may free requests. */
-	kvb_run_queue(kd, NULL);
+	kvb_unlock_run(kd, demand);
 	return count;
 }
 
