@@ -54,11 +54,6 @@ secs=20
 ktap_print_header
 ktap_set_plan 10
 
-# depth_field NAME: a field of kvbatch's depth file of the disk in $dbg.
-depth_field() {
-	awk -v k="$1" '$1 == k { print $2 }' "$dbg/depth"
-}
-
 # load NAME QD: foreign readers (2 x QD, io_uring) for $secs s, and a
 # recall reader (psync, RT class) from the fifth second on.
 load() {
@@ -104,14 +99,14 @@ for s in none kvbatch; do
 done
 ktap_check "fio ran under none and kvbatch" \
 	test -n "${recall[none]}" -a -n "${recall[kvbatch]}"
-dies=$(depth_field auto_dies)
-limit=$(depth_field auto_limit)
+dies=$(kvb_depth_stat $d auto_dies)
+limit=$(kvb_depth_stat $d auto_limit)
 ktap_check "the controller probed and inferred 6 to 16 dies (8)" \
-	test "$(depth_field auto_probes)" -ge 1 -a "${dies:-0}" -ge 6 \
+	test "$(kvb_depth_stat $d auto_probes)" -ge 1 -a "${dies:-0}" -ge 6 \
 	-a "${dies:-0}" -le 16
 # The probe holds every request in kvbatch first: its service time is
 # taken from the issue stamp of a request dispatched from the queue.
-svc=$(depth_field auto_service_us)
+svc=$(kvb_depth_stat $d auto_service_us)
 ktap_check "the probe measured the device's reads ($svc us of $((500 * scale)))" \
 	test "${svc:-0}" -ge $((500 * scale)) -a "${svc:-0}" -lt $((1000 * scale))
 ktap_check "it holds the device at most 75% of 256 deep (limit $limit)" \
@@ -140,7 +135,8 @@ else
 	ktap_test_fail "fio ran on null_blk"
 fi
 ktap_check "no queue inside: the limit stays at the ceiling" \
-	test "$(depth_field auto_limit)" = "$(depth_field auto_ceiling)"
+	test "$(kvb_depth_stat $d auto_limit)" = \
+	"$(kvb_depth_stat $d auto_ceiling)"
 kvb_set_sched $d none
 kvb_nullb_teardown
 ktap_finished

@@ -64,14 +64,9 @@ echo 256 > "/sys/block/$d/queue/nr_requests"
 dbg=/sys/kernel/debug/block/$d/sched
 echo 1 > "$dbg/reset_stats"
 
-# depth_field NAME: a field of the depth file.
-depth_field() {
-	awk -v k="$1" '$1 == k { print $2 }' "$dbg/depth"
-}
-
 # about: the depth file's demand_about.
 about() {
-	depth_field demand_about
+	kvb_depth_stat "$d" demand_about
 }
 
 # measured WINDOWS: the depth controller has closed windows since it had
@@ -82,7 +77,8 @@ about() {
 measured() {
 	local w s
 
-	w=$(depth_field auto_windows); s=$(depth_field auto_service_us)
+	w=$(kvb_depth_stat "$d" auto_windows)
+	s=$(kvb_depth_stat "$d" auto_service_us)
 	log "depth windows $1 -> $w, service time $s us"
 	[ "$w" -gt "$1" ] &&
 		{ [ "$s" = 0 ] || { [ "$s" -ge 1000 ] && [ "$s" -lt 1000000 ]; }; }
@@ -113,12 +109,12 @@ on_arrival() {
 first_probe() {
 	readers warm 1 || return 1
 	log "$(tr '\n' ' ' < "$dbg/depth")"
-	[ "$(depth_field auto_probing)" = 0 ]
+	[ "$(kvb_depth_stat "$d" auto_probing)" = 0 ]
 }
 ktap_check "foreign readers for a second: no probe in progress" first_probe
 echo 1 > "$dbg/reset_stats"
-w0=$(depth_field auto_windows)
-p0=$(depth_field auto_probes)
+w0=$(kvb_depth_stat "$d" auto_windows)
+p0=$(kvb_depth_stat "$d" auto_probes)
 ktap_check "foreign readers, 2 x QD 64, 3 s" readers foreign
 log "$(tr '\n' ' ' < "$dbg/stats")"
 log "$(tr '\n' ' ' < "$dbg/depth")"
@@ -131,7 +127,7 @@ all_direct() {
 	local dis dir probes
 
 	on_arrival
-	probes=$(($(depth_field auto_probes) - p0))
+	probes=$(($(kvb_depth_stat "$d" auto_probes) - p0))
 	log "probes during the run: $probes"
 	# At least 300 requests (a guest on a busy host may make no more).
 	[ "$dis" -ge 300 ] && [ $((dis - dir)) -le $((probes * (512 + 256))) ]

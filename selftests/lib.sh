@@ -547,6 +547,16 @@ kvb_stat() {
 	return 0
 }
 
+# kvb_depth_stat DISK NAME: print one value of kvbatch's debugfs depth
+# (nothing if there is none).
+kvb_depth_stat() {
+	local v
+
+	kvb_read_key v "/sys/kernel/debug/block/$1/sched/depth" "$2" &&
+		echo "$v"
+	return 0
+}
+
 # kvb_io_count DISK: I/Os DISK has completed (reads + writes).
 kvb_io_count() {
 	local st
