@@ -2,15 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # kvreport_cli.sh: tools/kvreport on the host, on fixture results made
-# here (a deep boot's deep.json and cost.json for one kernel), without a
-# guest (selftests/run-all.sh runs it with the other host tests). Bad
-# arguments exit 2 with the usage, kvreport's and those of tools/kvsuite,
-# which writes the results; a kernel with no finished run exits 1.
-# Each deep row's target line names the best peer on the means and gives
-# kvbatch's ratio to it in every round (lowest and highest): a mean that
-# one round carries shows as such. A ratio that two decimals would round
-# to 1.0 is printed with three, so that a miss never reads "1.0 x". The
-# expected figures are the fixture's arithmetic, worked out below.
+# here (a deep boot's deep.json and cost.json, and one recall workload on
+# kvssd0, for one kernel), without a guest (selftests/run-all.sh runs it
+# with the other host tests). Bad arguments exit 2 with the usage,
+# kvreport's and those of tools/kvsuite, which writes the results; a
+# kernel with no finished run exits 1. Each target line gives its
+# figures; a ratio that two decimals would round to 1.0 is printed with
+# three, so that a miss never reads "1.0 x". The expected figures are
+# the fixture's arithmetic, worked out below.
 # Output is TAP (ktap_helpers.sh).
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -23,18 +22,28 @@ source "$(dirname "$0")/ktap_helpers.sh"
 
 ktap_print_header
 command -v python3 > /dev/null || ktap_exit_skip "python3 not installed"
-ktap_set_plan 11
+ktap_set_plan 13
 
-# row ROUND ROW NONE MQ-DEADLINE KYBER BFQ KVBATCH: one round of a deep
-# row, as kvsuite's deep() writes it.
+# row ROW NONE MQ-DEADLINE KYBER BFQ KVBATCH: a deep row, as kvsuite's
+# deep() writes it.
 row() {
-	local round=$1 name=$2 s i=3
+	local name=$1 s i=2
 
 	for s in none mq-deadline kyber bfq kvbatch; do
-		printf '{"row": "%s", "sched": "%s", "round": %d, "iops": %d}\n' \
-			"$name" "$s" "$round" "${!i}"
+		printf '{"row": "%s", "sched": "%s", "round": 1, "iops": %d}\n' \
+			"$name" "$s" "${!i}"
 		i=$((i + 1))
 	done
+}
+
+# recall SCHED MEAN P99 FOREIGN PREFETCH: one scheduler's kvbench result
+# of a recall workload, the fields kvreport reads.
+recall() {
+	jq -n --arg s "$1" --argjson m "$2" --argjson p "$3" --argjson f "$4" \
+		--argjson q "$5" '{($s): {batch_ms: {all: {n: 100, mean: $m,
+		p99: $p, p999: $p}}, slowdown: {all: {p99: 2}},
+		iops: {foreign: $f, prefetch: $q, write: 0, demand: 100},
+		batch_cdf_ms: [1, $m, $p]}}'
 }
 
 k=6.99.0-test
@@ -42,30 +51,28 @@ d=$tmp/bench/$k
 mkdir -p "$d"
 echo "$k" > "$d/deep.kernel"
 {
-	# steady: means mq-deadline 290/3, kyber 280/3, kvbatch 100: the
-	# best peer is mq-deadline (97 rounded), kvbatch 100/97 = 1.03; per
-	# round 90/100, 110/90 and 100/100: 0.9 to 1.22.
-	row 1 steady 200 100 80 50 90
-	row 2 steady 200 90 100 50 110
-	row 3 steady 200 100 100 50 100
-	# bursty: kvbatch 996 against kyber's 1000 in every round: 0.996,
-	# which two decimals would print as 1.0.
-	row 1 bursty 2000 900 1000 500 996
-	row 2 bursty 2000 900 1000 500 996
-	row 3 bursty 2000 900 1000 500 996
-	# nvme: kvbatch ahead of bfq, the best peer, in rounds 1 and 3 and
-	# behind it in round 2 (150/200 = 0.75), 1.0 exactly on the means.
-	row 1 nvme 400 100 100 200 250
-	row 2 nvme 400 100 100 200 150
-	row 3 nvme 400 100 100 200 200
+	# ssdsteady: kvbatch 970 of none's 1000, exactly the target; 970 of
+	# kyber's 950 is 1.02.
+	row ssdsteady 1000 900 950 800 970
+	# ssdbursty: kvbatch 969 of none's 1000: 0.969, which two decimals
+	# would print as 0.97; of mq-deadline's 990, 0.98.
+	row ssdbursty 1000 990 950 800 969
 } | jq -s . > "$d/deep.json"
-# cost: kvbatch against mq-deadline 80/100 and 120/100; means 1.0.
-jq -n '[{round: 1, sched: "none", iops: 300},
-	{round: 1, sched: "mq-deadline", iops: 100},
-	{round: 1, sched: "kvbatch", iops: 80},
-	{round: 2, sched: "none", iops: 300},
-	{round: 2, sched: "mq-deadline", iops: 100},
-	{round: 2, sched: "kvbatch", iops: 120}]' > "$d/cost.json"
+# cost: kvbatch 20 us a request against mq-deadline's 25: 0.8.
+jq -n '[{round: 1, sched: "none", ios: 1000, cpu_us: 10},
+	{round: 1, sched: "mq-deadline", ios: 1000, cpu_us: 25},
+	{round: 1, sched: "kvbatch", ios: 1000, cpu_us: 20}]' > "$d/cost.json"
+# kvssd0 prefetch: the best of none and the peers is kyber's 10 ms mean
+# and mq-deadline's 20 ms p99; kvbatch's 7 ms and 17 ms are 0.7 x and
+# 0.85 x. Totals (foreign + prefetch + demand): none 2100, kvbatch 2050
+# (0.976 x); prefetch 100 of none's 1000 (10%).
+{
+	recall none 30 60 1000 1000
+	recall mq-deadline 12 20 1900 10
+	recall kyber 10 40 1000 1000
+	recall bfq 40 80 1000 1000
+	recall kvbatch 7 17 1850 100
+} | jq -s add > "$d/kvssd0-prefetch.json"
 
 # exits STATUS PATTERN ARGS...: kvreport ARGS exits STATUS, its stderr
 # matching PATTERN (empty: anything).
@@ -148,13 +155,18 @@ has() {
 	return 1
 }
 
-ktap_check "steady: best peer named, per-round spread of the ratio" \
-	has "met    deep steady: IOPS >= best peer: 1.03 x best peer (mq-deadline), rounds 0.9-1.22, 0.5 x none"
-ktap_check "bursty: a miss that rounds to 1.0 shows three decimals" \
-	has "MISSED deep bursty: IOPS >= best peer: 0.996 x best peer (kyber), rounds 0.996-0.996, 0.5 x none"
-ktap_check "nvme: a tie on the means is met, its rounds shown" \
-	has "met    deep nvme: IOPS >= best peer: 1.0 x best peer (bfq), rounds 0.75-1.25, 0.5 x none"
-ktap_check "cost: the per-round spread against mq-deadline" \
-	has "met    cost: no-delay IOPS >= 1.0 x mq-deadline: 1.0 x, rounds 0.8-1.2"
+ktap_check "ssdsteady: at the target is met" \
+	has "met    kvssd0 ssdsteady: IOPS >= 0.97 x none: 0.97 x none, 1.02 x best peer (kyber)"
+ktap_check "ssdbursty: a miss that rounds to the target shows three decimals" \
+	has "MISSED kvssd0 ssdbursty: IOPS >= 0.97 x none: 0.969 x none, 0.98 x best peer (mq-deadline)"
+ktap_check "cost: CPU time per request against mq-deadline's" \
+	has "met    cost: CPU time per request <= mq-deadline's: 0.8 x (20.0 vs 25.0 us)"
+ktap_check "kvssd0 prefetch: mean against the best of none and the peers" \
+	has "met    kvssd0 prefetch: mean <= 0.7 x best of none and the peers: 0.7 x (7 vs 10 ms)"
+ktap_check "kvssd0 prefetch: p99 against the best of none and the peers" \
+	has "MISSED kvssd0 prefetch: p99 <= 0.8 x best of none and the peers: 0.85 x (17 vs 20 ms)"
+ktap_check "kvssd0 prefetch: total and prefetch IOPS against none's" \
+	sh -c "grep -qxF 'met    kvssd0 prefetch: total IOPS >= 0.97 x none: 0.98 x' '$tmp/out' &&
+		grep -qxF 'met    kvssd0 prefetch: prefetch >= 10% of none: 10%' '$tmp/out'"
 
 ktap_finished
