@@ -26,10 +26,16 @@
  * A window of completions gives r, hence u, and with the throughput X the
  * number of dies, D = X base / u: BBR's rate times minimum latency,
  * corrected for dies that were idle. In flight, D dies at utilisation u
- * hold D u r(u) requests. The load's own depth C (the ceiling, or fewer if
- * no more were ever outstanding) would run them at u_c, a root of that
+ * hold D u r(u) requests. The load's own depth C would run them at u_c, a
+ * root of that
  * quadratic; the limit is the depth at KVP_DEPTH_U_STAR of u_c, the
- * shallowest that keeps that share of the throughput. The formula reads
+ * shallowest that keeps that share of the throughput. C is the number of
+ * requests outstanding (in flight and queued) as the load's completions
+ * see it, the most over KVP_DEPTH_SPAN windows, at most the ceiling: a
+ * mean over completions rather than over time, so idle gaps do not lower
+ * it, and rather than the peak, which a closed-loop load with recall
+ * bursts on top reaches only during the bursts, where a limit set above
+ * its usual depth would never bind. The formula reads
  * throughput from latency well enough that throughput trials at other
  * depths, which take thousands of completions to resolve a few percent,
  * are not needed.
@@ -260,9 +266,11 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 		d->nr_sum = 0;
 	}
 	d->dies[d->slot] = dies;
-	d->outs[d->slot] = d->out;
+	d->outs[d->slot] = d->out_n ?
+		div64_u64(d->out_sum + d->out_n - 1, d->out_n) : 0;
 	d->slot = (d->slot + 1) % KVP_DEPTH_SPAN;
-	d->out = 0;
+	d->out_sum = 0;
+	d->out_n = 0;
 	kvp_depth_reset(d);
 
 	dies = 0;
@@ -318,7 +326,9 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	u64 units;
 
 	kvp_depth_tick(d, inflight, now);
-	d->out = max(d->out, inflight + queued);
+	/* Outstanding as this completion saw it, itself included. */
+	d->out_sum += inflight + queued + 1;
+	d->out_n++;
 	/*
 	 * The load went away: a probe left standing would hold the next
 	 * burst at its depth. The next load probes again.

@@ -32,7 +32,9 @@ struct kvp_depth {
 	u64	lat_ns;		/* sum of their times in the device */
 	u64	lat_min;	/* the shortest */
 	u64	lat2;		/* sum of squares, in 64 ns units (probe) */
-	u32	out;		/* most requests outstanding (in flight + queued) */
+	/* Requests outstanding (in flight + queued), summed per completion. */
+	u64	out_sum;
+	u32	out_n;
 
 	/* The unloaded device, from the probes. */
 	u64	base_ns;	/* mean time in the device, 0: unknown */

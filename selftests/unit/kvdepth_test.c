@@ -49,6 +49,7 @@ struct load_case {
 	u32	qd;		/* closed loop: background kept at this depth */
 	u64	on_ns, off_ns;	/* bursts of the open loop (0: steady) */
 	u32	recalls_per_s;
+	u32	batch_min, batch_span;	/* reads per recall (0: 4 to 32) */
 	u64	dur_ns, warm_ns;
 };
 
@@ -278,7 +279,11 @@ static struct result run(const struct dev_case *dc, const struct load_case *lc,
 			}
 			next_bg += rnd_exp(&s, bg_gap);
 		} else {
-			u32 n = 4 + rnd(&s) % 29, i, b = s.nr_b++ % 4096;
+			u32 n, i, b = s.nr_b++ % 4096;
+
+			n = lc->batch_span ?
+				lc->batch_min + rnd(&s) % lc->batch_span :
+				4 + rnd(&s) % 29;
 
 			now = next_rc;
 			s.b_arrive[b] = now;
@@ -417,6 +422,32 @@ static bool test_closed(void)
 	return true;
 }
 
+/*
+ * A closed-loop load (256 foreign and 64 prefetch readers, say) with
+ * large recall batches on top: the load is deepest only while a batch is
+ * outstanding, and a limit set from that peak would bind only then. Set
+ * from the depth its completions see, it binds below the closed loop's
+ * own 320.
+ */
+static bool test_closed_bursts(void)
+{
+	struct dev_case dc = { .dies = 64, .cv_pct = 30 };
+	struct load_case lc = open_load;
+	struct result c, n;
+
+	lc.rho_pct = 0;
+	lc.qd = 320;
+	lc.recalls_per_s = 1600;
+	lc.batch_min = 16;
+	lc.batch_span = 49;
+	pair("64 dies, QD 320 + 16-64", &dc, &lc, &c, &n);
+	EXPECT(c.iops >= 0.97 * n.iops, "throughput %.3fx", c.iops / n.iops);
+	EXPECT(c.lim_med < lc.qd + 16, "median limit %u", c.lim_med);
+	EXPECT(c.recall_ms < 0.95 * n.recall_ms, "recall %.2fx",
+	       c.recall_ms / n.recall_ms);
+	return true;
+}
+
 static bool test_repeat(void)
 {
 	struct dev_case dc = { .dies = 16, .cv_pct = 50 };
@@ -515,6 +546,7 @@ TAP_MAIN(
 	{ test_bursts, "bursts: the limit holds across the gaps" },
 	{ test_gc, "GC pauses: throughput held, recall faster" },
 	{ test_closed, "a closed loop below the tags is limited" },
+	{ test_closed_bursts, "a closed loop with recall bursts on top is limited" },
 	{ test_repeat, "a seed repeats a run" },
 	{ test_rate_capped, "a device capped by rate: held at the probe's depth" },
 	{ test_probe_load, "a probe needs a queue under load, ends with it" },
