@@ -47,8 +47,7 @@
  *
  * The unloaded latency and its variance come from a probe: the limit
  * drops to KVP_DEPTH_PROBE, engaged or not, for KVP_DEPTH_PROBE_RQS
- * completions (a quarter of it at start, so the next comes after a fifth
- * of the time), at start, after every KVP_DEPTH_PROBE_EVERY of busy time
+ * completions, at start, after every KVP_DEPTH_PROBE_EVERY of busy time
  * (and at least 100 probes' time, so probing costs at most 1% of it), and
  * at once when the dies inferred move by a quarter over KVP_DEPTH_SPAN
  * windows (the service changed: writes began or ended); each only under a
@@ -88,7 +87,7 @@
 #define KVP_DEPTH_U_STAR	63898ULL	/* 0.975, Q16 */
 #define KVP_DEPTH_WINDOW_MIN	64U
 #define KVP_DEPTH_PROBE		4U
-#define KVP_DEPTH_PROBE_RQS	512U
+#define KVP_DEPTH_PROBE_RQS	128U
 #define KVP_DEPTH_PROBE_EVERY	(5ULL * NSEC_PER_SEC)
 /* Below this r the device queued nothing: no die count is inferred. */
 #define KVP_DEPTH_R_QUEUE	(Q16 + Q16 / 4)
@@ -176,7 +175,6 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 {
 	u64 mean = div64_u64(d->lat_ns, d->n);
 	u64 m64 = div64_u64(d->lat_ns >> 6, d->n);
-	bool first = !d->base_ns;
 	u64 cv2 = 0;
 
 	if (m64)
@@ -185,7 +183,7 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 	cv2 = clamp_t(u64, cv2, Q16, 17 * Q16) - Q16;
 	if (d->base_ns && !d->fresh && mean < 2 * d->base_ns &&
 	    d->base_ns < 2 * mean) {
-		/* Half each: a probe's few hundred samples are noisy. */
+		/* Half each: a probe's hundred-odd samples are noisy. */
 		d->base_ns = (d->base_ns + mean) / 2;
 		d->cv2 = (d->cv2 + (u32)cv2) / 2;
 	} else {
@@ -195,11 +193,8 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 	d->fresh = false;
 	WRITE_ONCE(d->probing, false);
 	d->busy_since_probe = 0;
-	/*
-	 * The first probe is short, so a full one follows soon. Completions
-	 * applied late may carry a time before the start.
-	 */
-	d->probe_every = KVP_DEPTH_PROBE_EVERY / (first ? 5 : 1);
+	/* Completions applied late may carry a time before the start. */
+	d->probe_every = KVP_DEPTH_PROBE_EVERY;
 	if (now > d->probe_start)
 		d->probe_every = max(d->probe_every,
 				     100 * (now - d->probe_start));
@@ -354,9 +349,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	if (d->probing) {
 		units = min(lat_ns >> 6, 1ULL << 24);
 		d->lat2 += units * units;
-		/* The first probe is short: it stands until the next. */
-		if (d->n < (d->base_ns ? KVP_DEPTH_PROBE_RQS :
-			    KVP_DEPTH_PROBE_RQS / 4))
+		if (d->n < KVP_DEPTH_PROBE_RQS)
 			return false;
 		kvp_depth_probed(d, now);
 		return true;
