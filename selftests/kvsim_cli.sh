@@ -45,7 +45,7 @@ done <<'EOF'
 --trace tail --sched fifo,nope
 --trace tail --sched ,
 --trace tail --dies 0
---trace tail --dies 17
+--trace tail --dies 2000
 --trace tail --queue-depth x
 --trace tail --set nope=1
 --trace tail --set write_batch=0
@@ -108,6 +108,10 @@ ktap_check "each built-in, dumped with --dump-trace, replays to the same report"
 ktap_check "--random 3000 on 8 dies with max_inflight: same work, each dispatched once" \
 	grep -q '^check: every scheduler did the same total work' "$tmp/o"
 
+"$kvsim" --random 2000 --seed 3 --dies 256 > "$tmp/o" 2>&1
+ktap_check "--dies 256: a random trace on a large SSD's dies runs and checks" \
+	sh -c "grep -q '^device: 256 dies' '$tmp/o' && grep -q '^check: every scheduler did the same total work' '$tmp/o'"
+
 # --- the converter on the recorded samples -------------------------------
 ktap_check "kvtrace2sim: the kvbatch tracefs sample converts to the committed trace" \
 	sh -c "'$conv' --title 'null_blk (4 tags, 1 ms) under kvbatch, recorded from kvbatch and block tracepoints' \
@@ -127,7 +131,7 @@ done
 # shellcheck disable=SC2034 # read by cli_refuses()
 conv_bad=("--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0"
 	  "--queue-depth|99999999999999999999" "--chunk|99999999999"
-	  "--dies|17" "--tier|7=bogus" "--bogus")
+	  "--dies|1025" "--tier|7=bogus" "--bogus")
 ktap_check "kvtrace2sim: 9 bad argument lists exit 2 with the usage, write nothing" \
 	cli_refuses '^usage: kvtrace2sim' conv_bad -- \
 		"$conv" "$samples/nullb-kvbatch.tracefs"

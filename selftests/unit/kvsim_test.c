@@ -449,12 +449,12 @@ static bool test_parse_errors(void)
 		{ "0 A demand X 100us die=0\n", "bad op" },
 		{ "0 A write R 100us die=0\n", "op W" },
 		{ "0 A demand R 0us die=0\n", "bad service" },
-		{ "0 A demand R 100us die=99\n", "bad field" },
+		{ "0 A demand R 100us die=1024\n", "bad field" },
 		{ "0 A demand R 100us lba=3\n", "bad field" },
 		{ "0 A demand R 100us die=0 size=0\n", "bad size" },
 		{ "0 A demand R 100us size=4k die=0\n", "bad field" },
 		{ "dies 0\n", "dies takes" },
-		{ "dies 17\n", "dies takes" },
+		{ "dies 1025\n", "dies takes" },
 		{ "queue-depth x\n", "queue-depth takes" },
 		{ "set write_batch=0\n", "write_batch takes" },
 		{ "set front_merges=1\n", "not modelled" },
@@ -623,6 +623,48 @@ static bool test_random(void)
 	return true;
 }
 
+/*
+ * Devices of a large SSD's size, 64 and 256 dies: random traces that
+ * spread over every die run under every scheduler, pass kvsim's check,
+ * and every die serves some of them.
+ */
+static bool test_many_dies(void)
+{
+	static const u32 sizes[] = { 64, 256 };
+	char err[KVSIM_ERR_MAX];
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(sizes); i++) {
+		struct kvsim_result r;
+		struct kvsim_trace t;
+		u32 dies = sizes[i], k, d, idle;
+
+		kvsim_trace_init(&t);
+		if (kvsim_random(&t, 40 * dies, 5, dies)) {
+			EXPECT(0, "%u dies: out of memory", dies);
+			break;
+		}
+		if (kvsim_run_all(&r, &t, &all_scheds, err, sizeof(err)) ||
+		    kvsim_check(&r, err, sizeof(err)))
+			EXPECT(0, "%u dies: %s", dies, err);
+		EXPECT(r.cfg.dies == dies, "%u dies: ran on %u", dies,
+		       r.cfg.dies);
+		for (k = 0; k < r.nr_runs; k++) {
+			const struct kvs_sim *sim = &r.run[k].sim;
+
+			idle = 0;
+			for (d = 0; sim->dies && d < sim->cfg.dies; d++)
+				idle += !sim->dies[d].busy_ns;
+			EXPECT(sim->dies && !idle, "%u dies, %s: %u dies idle",
+			       dies, kvs_sched_names[r.run[k].sched], idle);
+		}
+		diag("%u dies: %u requests, %u runs", dies, t.nr, r.nr_runs);
+		kvsim_result_free(&r);
+		kvsim_trace_free(&t);
+	}
+	return true;
+}
+
 /* The check catches what it is there to catch. */
 static bool test_check_detects(void)
 {
@@ -658,5 +700,6 @@ TAP_MAIN(
 	{ test_die_range, "kvsim: dies beyond the device refused" },
 	{ test_random,
 	  "kvsim: random traces conserve work, no double dispatch" },
+	{ test_many_dies, "kvsim: 64 and 256 dies run, every die serves" },
 	{ test_check_detects, "kvsim: the check catches lost work" }
 )

@@ -280,8 +280,11 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 	s->rqs = rqs;
 	s->nr = nr;
 	if (!cfg->dies || cfg->dies > KVS_MAX_DIES || !cfg->qdepth ||
-	    cfg->sched >= KVS_NR_SCHEDS ||
-	    kvssd_model_init(&s->dev, &dev, s->dies))
+	    cfg->sched >= KVS_NR_SCHEDS)
+		return -1;
+	s->dies = calloc(cfg->dies, sizeof(*s->dies));
+	s->die_q = calloc(cfg->dies, sizeof(*s->die_q));
+	if (!s->dies || !s->die_q || kvssd_model_init(&s->dev, &dev, s->dies))
 		return -1;
 	for (i = 0; i < cfg->dies; i++)
 		INIT_LIST_HEAD(&s->die_q[i]);
@@ -383,8 +386,12 @@ int kvs_run(struct kvs_sim *s, const struct kvs_config *cfg,
 void kvs_free(struct kvs_sim *s)
 {
 	free(s->mem);
+	free(s->dies);
+	free(s->die_q);
 	s->mem = NULL;
 	s->ps = NULL;
+	s->dies = NULL;
+	s->die_q = NULL;
 }
 
 struct kvs_batch_time kvs_batch(const struct kvs_sim *s, u64 key)
@@ -417,7 +424,8 @@ u64 kvs_total_work(const struct kvs_sim *s)
 	u64 sum = 0;
 	u32 d;
 
-	for (d = 0; d < s->cfg.dies; d++)
+	/* Nothing ran if the setup failed before the dies existed. */
+	for (d = 0; s->dies && d < s->cfg.dies; d++)
 		sum += s->dies[d].busy_ns;
 	return sum;
 }

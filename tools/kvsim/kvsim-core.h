@@ -25,7 +25,8 @@
 #include "kv-policy.h"
 #include "kvssd/kvssd-model.h"
 
-#define KVS_MAX_DIES	16
+/* As many dies as the model takes: a large SSD has 64 to 256. */
+#define KVS_MAX_DIES	KVSSD_MAX_DIES
 #define KVS_NO_TIME	(~0ULL)
 
 enum kvs_sched {
@@ -119,10 +120,13 @@ struct kvs_sim {
 	u32		nr;
 	u64		now;
 
-	/* Device: the model, and each die's requests in completion order. */
+	/*
+	 * Device: the model, and each die's requests in completion order
+	 * (head completes first); cfg.dies of each, allocated by kvs_run().
+	 */
 	struct kvssd_model dev;
-	struct kvssd_die dies[KVS_MAX_DIES];
-	struct list_head die_q[KVS_MAX_DIES];	/* head completes first */
+	struct kvssd_die *dies;
+	struct list_head *die_q;
 	u32		in_device;
 	u32		max_in_device;
 
@@ -157,8 +161,9 @@ struct kvs_batch_time {
  * Run @rqs (any order; sorted internally by arrival, stably) to the end.
  * Returns 0, or -1 if the configuration is invalid or the run did not
  * finish (a request was never dispatched). The caller owns @s and must
- * call kvs_free() afterwards; s->ps stays valid until then so tests can
- * inspect the core's statistics.
+ * call kvs_free() afterwards, whatever kvs_run() returned; s->ps and
+ * s->dies stay valid until then so tests can inspect the core's
+ * statistics and the dies' busy times.
  */
 int kvs_run(struct kvs_sim *s, const struct kvs_config *cfg,
 	    struct kvs_req *rqs, u32 nr);
