@@ -4,7 +4,7 @@
 # kvsim_cli.sh: kvsim's command line and the trace converter, on the host
 # (selftests/run-all.sh runs it with the unit tests). Bad arguments exit 2
 # with the usage on stderr and write nothing; --dump-trace output replays
-# to the same results; kvtrace2sim turns the recorded samples in
+# to the same results; the oracle and a 256-die device run; kvtrace2sim turns the recorded samples in
 # tools/kvsim/samples into exactly the committed traces, which kvsim runs;
 # and it reads 6.12's block events (with their ioprio column) from lines
 # written to that TP_printk format here. Output is TAP (ktap_helpers.sh).
@@ -107,6 +107,13 @@ ktap_check "each built-in, dumped with --dump-trace, replays to the same report"
 "$kvsim" --random 3000 --seed 7 --dies 8 --set max_inflight=6 > "$tmp/o" 2>&1
 ktap_check "--random 3000 on 8 dies with max_inflight: same work, each dispatched once" \
 	grep -q '^check: every scheduler did the same total work' "$tmp/o"
+
+"$kvsim" --trace tail --sched oracle > "$tmp/o" 2>&1
+ktap_check "--sched oracle: the oracle alone runs and checks" \
+	sh -c "grep -q '^batch .*| *oracle  *ahead\$' '$tmp/o' && grep -q '^check: every scheduler' '$tmp/o'"
+"$kvsim" --trace tail --sched fifo,oracle --html "$tmp/fo.html" > "$tmp/o" 2>&1
+ktap_check "--sched fifo,oracle: both in the report and the page" \
+	sh -c "grep -q '^batch .*| *fifo  *ahead | *oracle  *ahead\$' '$tmp/o' && grep -q '\"name\":\"oracle\"' '$tmp/fo.html'"
 
 "$kvsim" --random 2000 --seed 3 --dies 256 > "$tmp/o" 2>&1
 ktap_check "--dies 256: a random trace on a large SSD's dies runs and checks" \

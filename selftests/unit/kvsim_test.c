@@ -2,10 +2,11 @@
 /*
  * Unit tests of kvsim (tools/kvsim): the built-in traces (tail, prefetch
  * and writes), as kvsim parses and runs them, finish in the order their
- * situations predict under FIFO, strict priority and kvbatch, with the
- * same total work; random traces conserve work and never dispatch a
- * request twice; the trace format round-trips and rejects bad input with
- * its line number.
+ * situations predict under FIFO, strict priority, kvbatch and the oracle,
+ * with the same total work; the oracle follows its pick rule and is no
+ * slower for demand than FIFO; random traces conserve work and
+ * never dispatch a request twice; the trace format round-trips and
+ * rejects bad input with its line number.
  * Output is TAP, like kvp_test.
  *
  * Expectations are orderings that follow from the situations, and a few
@@ -38,7 +39,7 @@ static const struct kvsim_opts all_scheds = {
 	.scheds = (1U << KVS_NR_SCHEDS) - 1,
 };
 
-/* Load built-in @name and run it under all three schedulers. */
+/* Load built-in @name and run it under every scheduler. */
 static bool seed_run(struct seed *s, const char *name)
 {
 	char err[KVSIM_ERR_MAX];
@@ -131,6 +132,54 @@ static void expect_same_work(const struct seed *s)
 }
 
 /*
+ * The mean demand batch time of @run, last completion minus first
+ * arrival, as kvsim reports it; 0 if the trace has no demand batch.
+ */
+static u64 demand_mean(const struct kvsim_result *r,
+		       const struct kvsim_run *run)
+{
+	u64 sum = 0;
+	u32 b, n = 0;
+
+	for (b = 0; b < r->t->nr_batches; b++) {
+		if (r->binfo[b].tier != KVB_TIER_DEMAND)
+			continue;
+		sum += run->b[b].done - r->binfo[b].first;
+		n++;
+	}
+	return n ? sum / n : 0;
+}
+
+/*
+ * The oracle is the floor the report compares with: its mean demand batch
+ * time is no longer than FIFO's, and it does the same work.
+ */
+static void expect_oracle_floor(const struct kvsim_result *r,
+				const char *name)
+{
+	const struct kvsim_run *fifo = NULL, *orc = NULL;
+	u32 k;
+
+	for (k = 0; k < r->nr_runs; k++) {
+		if (r->run[k].sched == KVS_FIFO)
+			fifo = &r->run[k];
+		else if (r->run[k].sched == KVS_ORACLE)
+			orc = &r->run[k];
+	}
+	if (!fifo || !orc) {
+		EXPECT(0, "%s: no fifo or oracle run", name);
+		return;
+	}
+	EXPECT(demand_mean(r, orc) <= demand_mean(r, fifo),
+	       "%s: demand mean oracle %llu, fifo %llu ns", name,
+	       (unsigned long long)demand_mean(r, orc),
+	       (unsigned long long)demand_mean(r, fifo));
+	EXPECT(orc->work == fifo->work, "%s: oracle work %llu, fifo %llu",
+	       name, (unsigned long long)orc->work,
+	       (unsigned long long)fifo->work);
+}
+
+/*
  * What the built-ins below expect of their batches, in two tables: the
  * order of two completions (batch a under scheduler ka, then batch b under
  * kb), and completion times worked out by hand (in each one's comment).
@@ -185,6 +234,11 @@ static const struct expect_done {
 	{ "prefetch", KVS_FIFO, "recall", 400 * US },
 	{ "writes", KVS_KVBATCH, "recall", 200 * US },
 	{ "writes", KVS_FIFO, "recall", 500 * US },
+	{ "tail", KVS_ORACLE, "B", 200 * US },
+	{ "tail", KVS_ORACLE, "A", 300 * US },
+	{ "tail", KVS_ORACLE, "foreign", 400 * US },
+	{ "prefetch", KVS_ORACLE, "recall", 200 * US },
+	{ "writes", KVS_ORACLE, "recall", 200 * US },
 };
 
 /* The built-in's rows of both tables. */
@@ -227,6 +281,7 @@ static bool seed_check(struct seed *s, const char *name,
 	report(s, batches, n);
 	expect_same_work(s);
 	expect_seed(s, name);
+	expect_oracle_floor(&s->r, name);
 	return true;
 }
 
@@ -364,6 +419,143 @@ static bool test_ticks(void)
 			}
 		seed_free(&s);
 	}
+	return true;
+}
+
+/* ---- the oracle ---------------------------------------------------------- */
+
+/* Parse @text and run it under every scheduler; false if it did not. */
+static bool text_run(struct seed *s, const char *name, const char *text)
+{
+	char err[KVSIM_ERR_MAX];
+	u32 bad;
+
+	kvsim_trace_init(&s->t);
+	memset(&s->r, 0, sizeof(s->r));
+	s->ok = false;
+	if (kvsim_parse(&s->t, text, name, err, sizeof(err)) ||
+	    kvsim_run_all(&s->r, &s->t, &all_scheds, err, sizeof(err))) {
+		EXPECT(0, "%s: %s", name, err);
+		return false;
+	}
+	bad = kvsim_check(&s->r, err, sizeof(err));
+	EXPECT(bad == 0, "%s: %u check failures: %s", name, bad, err);
+	s->ok = bad == 0 && s->r.nr_runs == KVS_NR_SCHEDS;
+	return s->ok;
+}
+
+/*
+ * A wall of foreign reads on one die. Two dies, a device queue of 16:
+ * eight 100us foreign reads for die 0 at 0, then recall A, one read on
+ * each die, at 100us. FIFO and kvbatch (blind to the dies) put all eight
+ * foreign reads into the device at 0, in die 0's FIFO ahead of A, which
+ * ends at 900us. The oracle gives die 0 one foreign read at 0 and, when
+ * it frees at 100us, A's read: A ends at 200us, and the other seven
+ * foreign reads follow it, so die 0 still ends at 900us.
+ */
+static bool test_oracle_wall(void)
+{
+	static const char text[] =
+		"dies 2\n"
+		"queue-depth 16\n"
+		"0 f normal R 100us die=0\n0 f normal R 100us die=0\n"
+		"0 f normal R 100us die=0\n0 f normal R 100us die=0\n"
+		"0 f normal R 100us die=0\n0 f normal R 100us die=0\n"
+		"0 f normal R 100us die=0\n0 f normal R 100us die=0\n"
+		"100us A demand R 100us die=0\n"
+		"100us A demand R 100us die=1\n";
+	static const char *const names[] = { "A", "f" };
+	const struct kvsim_run *orc;
+	u64 a0 = KVS_NO_TIME;
+	u32 i, before = 0;
+	struct seed s;
+
+	if (!text_run(&s, "wall", text))
+		goto out;
+	report(&s, names, 2);
+	orc = run_of(&s, KVS_ORACLE);
+	EXPECT(done(&s, KVS_ORACLE, "A") == 200 * US,
+	       "oracle: A done at %llu, expected 200us",
+	       (unsigned long long)done(&s, KVS_ORACLE, "A"));
+	EXPECT(done(&s, KVS_FIFO, "A") == 900 * US,
+	       "fifo: A done at %llu, expected 900us",
+	       (unsigned long long)done(&s, KVS_FIFO, "A"));
+	EXPECT(done(&s, KVS_ORACLE, "A") < done(&s, KVS_KVBATCH, "A"),
+	       "oracle: A done at %llu, kvbatch at %llu",
+	       (unsigned long long)done(&s, KVS_ORACLE, "A"),
+	       (unsigned long long)done(&s, KVS_KVBATCH, "A"));
+	EXPECT(orc->sim.end == run_of(&s, KVS_FIFO)->sim.end,
+	       "oracle's last completion %llu, fifo's %llu",
+	       (unsigned long long)orc->sim.end,
+	       (unsigned long long)run_of(&s, KVS_FIFO)->sim.end);
+	/* On die 0 only the read in service when A came starts first. */
+	for (i = 0; i < s.t.nr; i++)
+		if (orc->rqs[i].key == (u64)key_of(&s, "A") &&
+		    orc->rqs[i].sdie == 0)
+			a0 = orc->rqs[i].start;
+	for (i = 0; i < s.t.nr; i++)
+		if (orc->rqs[i].key == (u64)key_of(&s, "f") &&
+		    orc->rqs[i].start < a0)
+			before++;
+	EXPECT(before == 1, "oracle: %u foreign reads before A on die 0",
+	       before);
+	expect_oracle_floor(&s.r, "wall");
+out:
+	seed_free(&s);
+	return true;
+}
+
+/*
+ * The oracle's pick rule on one die (queue depth 1), 100us each. Recall
+ * "first" (one read) is in service from 0. Waiting when it ends: recall
+ * "big" (three demand reads, 10us), a prefetch read (20us), a deferrable
+ * write (30us), recall "small" (one read, BE with a hint: demand to
+ * kvbatch too, 40us) and a foreign read (50us). Demand first, the batch
+ * with the fewest unfinished requests first: small ends at 200us.
+ * Meanwhile two recalls of one read come, late2 at 105us and late1 at
+ * 110us (in the other order in the trace): smaller than big, they go
+ * next, tied on size, so the earlier batch first (300us, 400us); then big
+ * (700us). Then normal before prefetch before writes: the foreign read
+ * (800us), the prefetch (900us), the write (1000us).
+ */
+static bool test_oracle_rule(void)
+{
+	static const char text[] =
+		"dies 1\n"
+		"queue-depth 1\n"
+		"0 first demand R 100us die=0\n"
+		"10us big demand R 100us die=0\n"
+		"10us big demand R 100us die=0\n"
+		"10us big demand R 100us die=0\n"
+		"20us pf prefetch R 100us die=0\n"
+		"30us wb write W 100us sector=0\n"
+		"40us small hint R 100us die=0\n"
+		"50us g normal R 100us die=0\n"
+		"110us late1 demand R 100us die=0\n"
+		"105us late2 demand R 100us die=0\n";
+	static const struct {
+		const char *batch;
+		u64 at;
+	} want[] = {
+		{ "first", 100 * US }, { "small", 200 * US },
+		{ "late2", 300 * US },
+		{ "late1", 400 * US }, { "big", 700 * US },
+		{ "g", 800 * US }, { "pf", 900 * US }, { "wb", 1000 * US },
+	};
+	unsigned int i;
+	struct seed s;
+
+	if (!text_run(&s, "rule", text))
+		goto out;
+	for (i = 0; i < ARRAY_SIZE(want); i++)
+		EXPECT(done(&s, KVS_ORACLE, want[i].batch) == want[i].at,
+		       "oracle: %s done at %llu, expected %lluus",
+		       want[i].batch,
+		       (unsigned long long)done(&s, KVS_ORACLE, want[i].batch),
+		       (unsigned long long)(want[i].at / US));
+	expect_oracle_floor(&s.r, "rule");
+out:
+	seed_free(&s);
 	return true;
 }
 
@@ -574,6 +766,18 @@ static bool test_random(void)
 			EXPECT(0, "seed %u: %s", seed, err);
 			bad = true;
 		}
+		if (!bad) {
+			char name[32];
+
+			snprintf(name, sizeof(name), "seed %u", seed);
+			expect_oracle_floor(&r, name);
+		}
+		for (k = 0; !bad && k < r.nr_runs; k++) {
+			EXPECT(r.run[k].sim.max_in_device <= r.cfg.qdepth,
+			       "seed %u %s: %u in the device, depth %u", seed,
+			       kvs_sched_names[r.run[k].sched],
+			       r.run[k].sim.max_in_device, r.cfg.qdepth);
+		}
 		for (k = 0; !bad && k < r.nr_runs; k++) {
 			struct kvs_config cfg = r.cfg;
 			struct dctx c = { 0 };
@@ -618,8 +822,8 @@ static bool test_random(void)
 		kvsim_trace_free(&t);
 	}
 	EXPECT(bad_runs == 0, "%u bad runs", bad_runs);
-	diag("random: %u traces, %u requests, 3 schedulers each",
-	     KVST_RANDOM_TRACES, total);
+	diag("random: %u traces, %u requests, %u schedulers each",
+	     KVST_RANDOM_TRACES, total, KVS_NR_SCHEDS);
 	return true;
 }
 
@@ -695,6 +899,10 @@ TAP_MAIN(
 	{ test_writes,
 	  "kvsim: built-in writes: completion order, same work" },
 	{ test_ticks, "kvsim: every event of a built-in on a tick" },
+	{ test_oracle_wall,
+	  "kvsim: oracle serves a recall before a wall on its die" },
+	{ test_oracle_rule,
+	  "kvsim: oracle picks demand, shortest batch, then tiers" },
 	{ test_roundtrip, "kvsim: dumped traces parse back unchanged" },
 	{ test_parse_errors, "kvsim: bad trace lines refused with line" },
 	{ test_die_range, "kvsim: dies beyond the device refused" },

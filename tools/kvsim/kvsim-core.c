@@ -13,6 +13,7 @@ const char *const kvs_sched_names[KVS_NR_SCHEDS] = {
 	[KVS_FIFO]	= "fifo",
 	[KVS_PRIO]	= "prio",
 	[KVS_KVBATCH]	= "kvbatch",
+	[KVS_ORACLE]	= "oracle",
 };
 
 static void kvs_hook(struct kvs_sim *s, enum kvs_event ev, struct kvs_req *rq)
@@ -58,6 +59,15 @@ static void kvs_sched_arrive(struct kvs_sim *s, struct kvs_req *rq)
 	s->nr_arrivals++;
 	if (s->cfg.sched == KVS_FIFO) {
 		list_add_tail(&rq->node, &s->fifo);
+		goto queued;
+	}
+	if (s->cfg.sched == KVS_ORACLE) {
+		struct kvs_okey *k = &s->okeys[rq->okey];
+
+		/* As kvbatch's: a key's batch lasts while it has requests. */
+		if (!k->unfinished++)
+			k->first = s->now;
+		list_add_tail(&rq->node, &s->die_wait[rq->sdie]);
 		goto queued;
 	}
 	if (s->cfg.sched == KVS_PRIO) {
@@ -112,6 +122,77 @@ static struct kvs_req *kvs_burst_next(struct kvs_sim *s)
 }
 
 /*
+ * Whether the oracle serves @a before @b.
+ *
+ * Demand first, then normal reads, prefetch and deferrable writes, by
+ * kvp_tier_of() as kvbatch tiers them, so that both serve the same
+ * requests as demand: the report measures demand batch completion, and a
+ * request of another tier served while demand waits on its die can only
+ * delay it.
+ *
+ * Among demand, the batch with the fewest unfinished requests (arrived
+ * and not completed, on all dies) first. A batch completes with its last
+ * request, so its remaining requests are the work between it and its
+ * completion: serving the batch with the least of it first is shortest
+ * remaining processing time, which minimises the mean completion time on
+ * one server, and serving a small batch ahead of a large one takes it out
+ * of the mean early while delaying the large one by one request's time.
+ * Ties go to the older batch, then the older request, so that no batch
+ * waits for ever behind ones of its size. The other tiers go in arrival
+ * order, as FIFO serves them: their completion is not what the report
+ * measures.
+ *
+ * This is a heuristic, not an optimum. Minimising the mean completion
+ * time of batches spread over several servers is NP-hard (concurrent
+ * open shop), and so is minimising the mean completion time on one
+ * server once requests arrive over time (1|r_j|sum C_j); the oracle also
+ * never idles a die for a request about to arrive. It is the best order
+ * kvsim knows, and one that no elevator reaches: an elevator commits a
+ * request to its die's FIFO when it dispatches it, and cannot see which
+ * die is free.
+ */
+static bool kvs_oracle_before(const struct kvs_sim *s,
+			      const struct kvs_req *a, const struct kvs_req *b)
+{
+	const struct kvs_okey *ka = &s->okeys[a->okey];
+	const struct kvs_okey *kb = &s->okeys[b->okey];
+
+	if (a->tier != b->tier)
+		return a->tier < b->tier;
+	if (a->tier == KVB_TIER_DEMAND && a->okey != b->okey) {
+		if (ka->unfinished != kb->unfinished)
+			return ka->unfinished < kb->unfinished;
+		if (ka->first != kb->first)
+			return ka->first < kb->first;
+	}
+	if (a->arrival != b->arrival)
+		return a->arrival < b->arrival;
+	return a->id < b->id;
+}
+
+/*
+ * The oracle's next request: the first, by kvs_oracle_before(), of those
+ * waiting for a free die. A die takes a request only when it is free, so
+ * no request waits in the device and each die picks its next one from
+ * everything that has arrived for it. Called while the device has room:
+ * with fewer slots than dies, the free dies compete for them.
+ */
+static struct kvs_req *kvs_oracle_pick(struct kvs_sim *s)
+{
+	struct kvs_req *rq, *best = NULL;
+	u32 d;
+
+	for (d = 0; d < s->cfg.dies; d++) {
+		if (!list_empty(&s->die_q[d]))
+			continue;
+		list_for_each_entry(rq, &s->die_wait[d], node)
+			if (!best || kvs_oracle_before(s, rq, best))
+				best = rq;
+	}
+	return best;
+}
+
+/*
  * Choose the next request, or NULL. Returns NULL with *error set if the
  * core names something the host cannot dispatch (an empty batch).
  */
@@ -123,6 +204,8 @@ static struct kvs_req *kvs_sched_pick(struct kvs_sim *s, int *error)
 
 	if (s->cfg.sched == KVS_FIFO)
 		return kvs_first(&s->fifo);
+	if (s->cfg.sched == KVS_ORACLE)
+		return kvs_oracle_pick(s);
 	if (s->cfg.sched == KVS_PRIO) {
 		for (c = 0; c < 3; c++)
 			if (!list_empty(&s->prio[c]))
@@ -238,6 +321,8 @@ static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
 	s->in_device--;
 	s->nr_tier_device[rq->tier]--;
 	s->end = s->now;
+	if (s->cfg.sched == KVS_ORACLE)
+		s->okeys[rq->okey].unfinished--;
 	if (s->cfg.sched == KVS_KVBATCH)
 		kvp_rq_completed(s->ps, rq->batch, s->now,
 				 s->now - rq->dispatch);
@@ -254,6 +339,41 @@ static int kvs_cmp_arrival(const void *a, const void *b)
 	if (x->arrival != y->arrival)
 		return x->arrival < y->arrival ? -1 : 1;
 	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int kvs_cmp_key(const void *a, const void *b)
+{
+	const struct kvs_req *x = *(struct kvs_req *const *)a;
+	const struct kvs_req *y = *(struct kvs_req *const *)b;
+
+	return x->key < y->key ? -1 : x->key > y->key;
+}
+
+/* ORACLE: the per-die queues, and a dense index for each distinct key. */
+static int kvs_oracle_setup(struct kvs_sim *s)
+{
+	struct kvs_req **by_key;
+	u32 i, n = 0;
+
+	s->die_wait = calloc(s->cfg.dies, sizeof(*s->die_wait));
+	s->okeys = calloc(s->nr ? s->nr : 1, sizeof(*s->okeys));
+	by_key = calloc(s->nr ? s->nr : 1, sizeof(*by_key));
+	if (!s->die_wait || !s->okeys || !by_key) {
+		free(by_key);
+		return -1;
+	}
+	for (i = 0; i < s->cfg.dies; i++)
+		INIT_LIST_HEAD(&s->die_wait[i]);
+	for (i = 0; i < s->nr; i++)
+		by_key[i] = &s->rqs[i];
+	qsort(by_key, s->nr, sizeof(*by_key), kvs_cmp_key);
+	for (i = 0; i < s->nr; i++) {
+		if (i && by_key[i]->key != by_key[i - 1]->key)
+			n++;
+		by_key[i]->okey = n;
+	}
+	free(by_key);
+	return 0;
 }
 
 static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
@@ -325,6 +445,8 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		}
 		kvp_set_params(s->ps, &p);
 	}
+	if (cfg->sched == KVS_ORACLE)
+		return kvs_oracle_setup(s);
 	return 0;
 }
 
@@ -388,10 +510,14 @@ void kvs_free(struct kvs_sim *s)
 	free(s->mem);
 	free(s->dies);
 	free(s->die_q);
+	free(s->die_wait);
+	free(s->okeys);
 	s->mem = NULL;
 	s->ps = NULL;
 	s->dies = NULL;
 	s->die_q = NULL;
+	s->die_wait = NULL;
+	s->okeys = NULL;
 }
 
 struct kvs_batch_time kvs_batch(const struct kvs_sim *s, u64 key)

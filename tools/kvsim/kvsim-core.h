@@ -14,6 +14,14 @@
  * on its die under every scheduler, so the per-die busy time (the "total
  * work") does not depend on the order.
  *
+ * The oracle is the exception: it knows each request's die and when each
+ * die frees, so it releases a request into the device only when its die
+ * is free. The device then holds no FIFO backlog, and each die, whenever
+ * it frees, takes its next request from all the arrived requests mapped
+ * to it (kvs_oracle_before() in kvsim-core.c says which). It is the best
+ * order kvsim knows, a floor for what an elevator blind to the dies can
+ * do; it is not a proven optimum.
+ *
  * Time is integer nanoseconds. Ties are broken deterministically: at one
  * instant, completions are handled first (lowest die first), then arrivals
  * (in trace order), then the scheduler fills the free device slots.
@@ -33,6 +41,7 @@ enum kvs_sched {
 	KVS_FIFO,	/* arrival order */
 	KVS_PRIO,	/* RT > BE > IDLE, FIFO within a class (mq-deadline) */
 	KVS_KVBATCH,	/* the policy core, through the host contract */
+	KVS_ORACLE,	/* clairvoyant: each die picks its next when free */
 	KVS_NR_SCHEDS
 };
 
@@ -70,6 +79,13 @@ struct kvs_req {
 	struct list_head node;		/* scheduler queue */
 	struct list_head dnode;		/* die FIFO */
 	struct kvp_batch *batch;	/* KVBATCH: the batch it joined */
+	u32		okey;		/* ORACLE: index of its key */
+};
+
+/* ORACLE: a key's current batch, from its arrivals and completions. */
+struct kvs_okey {
+	u64		first;		/* the batch's first arrival */
+	u32		unfinished;	/* arrived, not completed */
 };
 
 enum kvs_event {
@@ -133,6 +149,10 @@ struct kvs_sim {
 	/* FIFO / PRIO queues. */
 	struct list_head fifo;
 	struct list_head prio[3];
+
+	/* ORACLE: per die, its arrived requests; per distinct key, a batch. */
+	struct list_head *die_wait;
+	struct kvs_okey	*okeys;
 
 	/* KVBATCH. */
 	struct kvp_sched *ps;

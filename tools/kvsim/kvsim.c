@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * kvsim: replay a trace of requests on a model of a flash device with D
- * dies and a bounded device queue, under FIFO, strict priority classes and
+ * dies and a bounded device queue, under FIFO, strict priority classes,
  * kvbatch (the module's policy core, kv-policy.c, compiled from the same
- * source), and show when each batch completes under each of them.
+ * source) and an oracle that knows the dies, and show when each batch
+ * completes under each of them.
  *
  * The schedulers do the same work: the same requests, on the same dies,
  * with the same service times. kvsim checks that, and that every request
@@ -41,12 +42,15 @@ static const char kvsim_synopsis[] =
 static const char kvsim_help[] =
 "\n"
 "Replay a trace under FIFO, strict priority (RT > BE > IDLE, FIFO within a\n"
-"class) and kvbatch's policy core on a model of a flash device, check that\n"
-"every scheduler does the same work, and report per-batch completion times.\n"
+"class), kvbatch's policy core and an oracle (each die picks its next request\n"
+"when it frees: a floor for any elevator's order) on a model of a flash\n"
+"device, check that every scheduler does the same work, and report per-batch\n"
+"completion times.\n"
 "\n"
 "  --trace NAME|FILE   a built-in trace (see --list) or a trace file\n"
 "  --random N          a random trace of N requests (--seed S, default 1)\n"
-"  --sched LIST        comma-separated: fifo,prio,kvbatch (default: all)\n"
+"  --sched LIST        comma-separated: fifo,prio,kvbatch,oracle (default:\n"
+"                      all)\n"
 "  --dies N            dies of the device, 1..1024 (default: the trace's,\n"
 "                      else 4)\n"
 "  --queue-depth N     requests the device holds (default: the trace's,\n"
@@ -118,7 +122,7 @@ static unsigned int parse_scheds(const char *arg)
 				break;
 		if (k == KVS_NR_SCHEDS)
 			usage_error("--sched: no scheduler '%s' (fifo, prio, "
-				    "kvbatch)", p);
+				    "kvbatch, oracle)", p);
 		mask |= 1U << k;
 	}
 	if (!mask)
