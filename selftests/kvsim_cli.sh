@@ -115,6 +115,14 @@ ktap_check "--sched oracle: the oracle alone runs and checks" \
 ktap_check "--sched fifo,oracle: both in the report and the page" \
 	sh -c "grep -q '^batch .*| *fifo  *ahead | *oracle  *ahead\$' '$tmp/o' && grep -q '\"name\":\"oracle\"' '$tmp/fo.html'"
 
+# 200 recalls of one read, each alone on its die, the i-th served for i
+# us: batch times 1..200 us, mean 100.5, p99 (nearest rank) the 198th.
+awk 'BEGIN { print "dies 200"; for (i = 1; i <= 200; i++) printf "0 r%d demand R %dus die=%d\n", i, i, i - 1 }' > "$tmp/p99.trace"
+"$kvsim" --trace "$tmp/p99.trace" --sched fifo,oracle > "$tmp/o" 2>&1
+ktap_check "the report's demand mean and p99 (nearest rank) of 1..200 us" \
+	sh -c "grep -qE '^mean demand batch time .*\| +100\.500 +\| +100\.500\$' '$tmp/o' &&
+	       grep -qE '^p99 demand batch time .*\| +198 +\| +198\$' '$tmp/o'"
+
 "$kvsim" --random 2000 --seed 3 --dies 256 > "$tmp/o" 2>&1
 ktap_check "--dies 256: a random trace on a large SSD's dies runs and checks" \
 	sh -c "grep -q '^device: 256 dies' '$tmp/o' && grep -q '^check: every scheduler did the same total work' '$tmp/o'"

@@ -211,6 +211,41 @@ static void print_header(const struct kvsim_result *r, bool builtin)
 	printf("\n");
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * The 99th percentile of @run's demand batch times (last completion
+ * minus first arrival), nearest rank: the time 99% of them stay within.
+ * KVS_NO_TIME if a batch did not finish or memory ran out.
+ */
+static u64 demand_p99(const struct kvsim_result *r,
+		      const struct kvsim_run *run, u32 nd)
+{
+	u64 *v = malloc(nd * sizeof(*v)), p99;
+	u32 b, n = 0;
+
+	if (!v)
+		return KVS_NO_TIME;
+	for (b = 0; b < r->t->nr_batches; b++) {
+		if (r->binfo[b].tier != KVB_TIER_DEMAND)
+			continue;
+		if (run->b[b].done == KVS_NO_TIME) {
+			free(v);
+			return KVS_NO_TIME;
+		}
+		v[n++] = run->b[b].done - r->binfo[b].first;
+	}
+	qsort(v, n, sizeof(*v), cmp_u64);
+	p99 = v[(99 * (u64)n + 99) / 100 - 1];
+	free(v);
+	return p99;
+}
+
 static void print_batches(const struct kvsim_result *r)
 {
 	const struct kvsim_trace *t = r->t;
@@ -255,6 +290,10 @@ static void print_batches(const struct kvsim_result *r)
 		printf("%-45s", "mean demand batch time (last - first, us)");
 		for (k = 0; k < r->nr_runs; k++)
 			printf(" | %10s%s", us(a, sum[k] / nd), pad(r, k));
+		printf("\n%-45s", "p99 demand batch time (nearest rank, us)");
+		for (k = 0; k < r->nr_runs; k++)
+			printf(" | %10s%s", us(a, demand_p99(r, &r->run[k], nd)),
+			       pad(r, k));
 		printf("\n");
 	}
 	printf("%-45s", "last completion (us)");
