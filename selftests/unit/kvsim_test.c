@@ -4,7 +4,7 @@
  * and writes), as kvsim parses and runs them, finish in the order their
  * situations predict under FIFO, strict priority, kvbatch and the oracle,
  * with the same total work; the oracle follows its pick rule and is no
- * slower for demand than FIFO; random traces conserve work and
+ * slower for demand than FIFO or kvbatch; random traces conserve work and
  * never dispatch a request twice; the trace format round-trips and
  * rejects bad input with its line number.
  * Output is TAP, like kvp_test.
@@ -152,28 +152,32 @@ static u64 demand_mean(const struct kvsim_result *r,
 
 /*
  * The oracle is the floor the report compares with: its mean demand batch
- * time is no longer than FIFO's, and it does the same work.
+ * time is no longer than FIFO's or kvbatch's, and it does the same work.
  */
 static void expect_oracle_floor(const struct kvsim_result *r,
 				const char *name)
 {
-	const struct kvsim_run *fifo = NULL, *orc = NULL;
+	const struct kvsim_run *fifo = NULL, *kvb = NULL, *orc = NULL;
 	u32 k;
 
 	for (k = 0; k < r->nr_runs; k++) {
 		if (r->run[k].sched == KVS_FIFO)
 			fifo = &r->run[k];
+		else if (r->run[k].sched == KVS_KVBATCH)
+			kvb = &r->run[k];
 		else if (r->run[k].sched == KVS_ORACLE)
 			orc = &r->run[k];
 	}
-	if (!fifo || !orc) {
-		EXPECT(0, "%s: no fifo or oracle run", name);
+	if (!fifo || !kvb || !orc) {
+		EXPECT(0, "%s: no fifo, kvbatch or oracle run", name);
 		return;
 	}
-	EXPECT(demand_mean(r, orc) <= demand_mean(r, fifo),
-	       "%s: demand mean oracle %llu, fifo %llu ns", name,
-	       (unsigned long long)demand_mean(r, orc),
-	       (unsigned long long)demand_mean(r, fifo));
+	EXPECT(demand_mean(r, orc) <= demand_mean(r, fifo) &&
+	       demand_mean(r, orc) <= demand_mean(r, kvb),
+	       "%s: demand mean oracle %llu, fifo %llu, kvbatch %llu ns",
+	       name, (unsigned long long)demand_mean(r, orc),
+	       (unsigned long long)demand_mean(r, fifo),
+	       (unsigned long long)demand_mean(r, kvb));
 	EXPECT(orc->work == fifo->work, "%s: oracle work %llu, fifo %llu",
 	       name, (unsigned long long)orc->work,
 	       (unsigned long long)fifo->work);
@@ -234,10 +238,11 @@ static const struct expect_done {
 	{ "prefetch", KVS_FIFO, "recall", 400 * US },
 	{ "writes", KVS_KVBATCH, "recall", 200 * US },
 	{ "writes", KVS_FIFO, "recall", 500 * US },
-	{ "tail", KVS_ORACLE, "B", 200 * US },
-	{ "tail", KVS_ORACLE, "A", 300 * US },
-	{ "tail", KVS_ORACLE, "foreign", 400 * US },
-	{ "prefetch", KVS_ORACLE, "recall", 200 * US },
+	{ "tail", KVS_ORACLE, "A", 110 * US },
+	{ "tail", KVS_ORACLE, "B", 210 * US },
+	{ "tail", KVS_ORACLE, "foreign", 410 * US },
+	{ "prefetch", KVS_ORACLE, "recall", 105 * US },
+	{ "prefetch", KVS_ORACLE, "prefetch", 405 * US },
 	{ "writes", KVS_ORACLE, "recall", 200 * US },
 };
 
@@ -296,7 +301,10 @@ static bool seed_check(struct seed *s, const char *name,
  * (400us). Strict priority: A is RT and goes before all BE work; B is BE,
  * like the foreign reads, so priority cannot tell them apart. kvbatch: B
  * and A are both demand; B has less work, so at 100us B's two reads go
- * first and finish at 200us, A follows (300us).
+ * first and finish at 200us, A follows (300us). The oracle knows A comes
+ * at 10us: no die starts a 100us foreign read at 0, A runs from 10us
+ * (110us), B on dies 0 and 2 from 110us (210us), the foreign reads after
+ * it there and after A on die 1 (410us).
  */
 static bool test_tail(void)
 {
@@ -320,7 +328,9 @@ out:
  * first: the recall completes last, at 400us. Strict priority and kvbatch
  * both put the recall (BE with a hint: demand to kvbatch, BE above IDLE
  * to prio) before the queued prefetch: it completes at 200us, after the
- * one prefetch read per die already in the device.
+ * one prefetch read per die already in the device. The oracle knows the
+ * recall comes at 5us and starts no prefetch read before it: the recall
+ * ends at 105us, the prefetch at 405us.
  */
 static bool test_prefetch(void)
 {
@@ -554,6 +564,40 @@ static bool test_oracle_rule(void)
 		       (unsigned long long)done(&s, KVS_ORACLE, want[i].batch),
 		       (unsigned long long)(want[i].at / US));
 	expect_oracle_floor(&s.r, "rule");
+out:
+	seed_free(&s);
+	return true;
+}
+
+/*
+ * The oracle looks ahead to demand. One die: a 100us foreign read and a
+ * 30us prefetch read at 0, recall d (one 100us read) at 50us. Starting
+ * the foreign read would hold d until 100us; the prefetch read ends
+ * before d comes, so it goes first (30us), the die idles until d comes
+ * (150us), then the foreign read (250us).
+ */
+static bool test_oracle_lookahead(void)
+{
+	static const char text[] =
+		"dies 1\n"
+		"queue-depth 1\n"
+		"0 long normal R 100us die=0\n"
+		"0 short prefetch R 30us die=0\n"
+		"50us d demand R 100us die=0\n";
+	static const char *const names[] = { "d", "long", "short" };
+	struct seed s;
+
+	if (!text_run(&s, "lookahead", text))
+		goto out;
+	report(&s, names, 3);
+	EXPECT(done(&s, KVS_ORACLE, "short") == 30 * US &&
+	       done(&s, KVS_ORACLE, "d") == 150 * US &&
+	       done(&s, KVS_ORACLE, "long") == 250 * US,
+	       "oracle: short %llu d %llu long %llu, expected 30, 150, 250us",
+	       (unsigned long long)done(&s, KVS_ORACLE, "short"),
+	       (unsigned long long)done(&s, KVS_ORACLE, "d"),
+	       (unsigned long long)done(&s, KVS_ORACLE, "long"));
+	expect_oracle_floor(&s.r, "lookahead");
 out:
 	seed_free(&s);
 	return true;
@@ -903,6 +947,8 @@ TAP_MAIN(
 	  "kvsim: oracle serves a recall before a wall on its die" },
 	{ test_oracle_rule,
 	  "kvsim: oracle picks demand, shortest batch, then tiers" },
+	{ test_oracle_lookahead,
+	  "kvsim: oracle starts no foreign work a recall would wait for" },
 	{ test_roundtrip, "kvsim: dumped traces parse back unchanged" },
 	{ test_parse_errors, "kvsim: bad trace lines refused with line" },
 	{ test_die_range, "kvsim: dies beyond the device refused" },

@@ -145,11 +145,12 @@ static struct kvs_req *kvs_burst_next(struct kvs_sim *s)
  * This is a heuristic, not an optimum. Minimising the mean completion
  * time of batches spread over several servers is NP-hard (concurrent
  * open shop), and so is minimising the mean completion time on one
- * server once requests arrive over time (1|r_j|sum C_j); the oracle also
- * never idles a die for a request about to arrive. It is the best order
- * kvsim knows, and one that no elevator reaches: an elevator commits a
- * request to its die's FIFO when it dispatches it, and cannot see which
- * die is free.
+ * server once requests arrive over time (1|r_j|sum C_j); the oracle looks
+ * ahead no further than kvs_oracle_pick() says, and never reorders demand
+ * for a request still to come. It is the best order kvsim knows, and one
+ * that no elevator reaches: an elevator commits a request to its die's
+ * FIFO when it dispatches it, and sees neither which die is free nor what
+ * will arrive.
  */
 static bool kvs_oracle_before(const struct kvs_sim *s,
 			      const struct kvs_req *a, const struct kvs_req *b)
@@ -170,24 +171,49 @@ static bool kvs_oracle_before(const struct kvs_sim *s,
 	return a->id < b->id;
 }
 
+/* When the next demand request for die @d arrives, after now. */
+static u64 kvs_oracle_next_demand(struct kvs_sim *s, u32 d)
+{
+	u32 *i = &s->demand_next[d];
+
+	while (*i < s->demand_off[d + 1] && s->demand_at[*i] <= s->now)
+		(*i)++;
+	return *i < s->demand_off[d + 1] ? s->demand_at[*i] : KVS_NO_TIME;
+}
+
 /*
  * The oracle's next request: the first, by kvs_oracle_before(), of those
  * waiting for a free die. A die takes a request only when it is free, so
  * no request waits in the device and each die picks its next one from
  * everything that has arrived for it. Called while the device has room:
  * with fewer slots than dies, the free dies compete for them.
+ *
+ * The oracle knows the arrivals too: a die starts a request of another
+ * tier than demand only if it ends by the time the die's next demand
+ * request arrives, and otherwise idles until then (or takes one that
+ * fits). An elevator can hold requests back as well, and kvbatch does,
+ * holding deferrable writes while demand is about; a floor that could
+ * not would lose to it. Demand is still served as soon as its die is
+ * free, so among demand the oracle is work-conserving, and the time a
+ * die idles is time some demand request did not spend waiting.
  */
 static struct kvs_req *kvs_oracle_pick(struct kvs_sim *s)
 {
 	struct kvs_req *rq, *best = NULL;
+	u64 next;
 	u32 d;
 
 	for (d = 0; d < s->cfg.dies; d++) {
 		if (!list_empty(&s->die_q[d]))
 			continue;
-		list_for_each_entry(rq, &s->die_wait[d], node)
+		next = kvs_oracle_next_demand(s, d);
+		list_for_each_entry(rq, &s->die_wait[d], node) {
+			if (rq->tier != KVB_TIER_DEMAND &&
+			    next != KVS_NO_TIME && s->now + rq->service > next)
+				continue;
 			if (!best || kvs_oracle_before(s, rq, best))
 				best = rq;
+		}
 	}
 	return best;
 }
@@ -349,20 +375,27 @@ static int kvs_cmp_key(const void *a, const void *b)
 	return x->key < y->key ? -1 : x->key > y->key;
 }
 
-/* ORACLE: the per-die queues, and a dense index for each distinct key. */
-static int kvs_oracle_setup(struct kvs_sim *s)
+/*
+ * ORACLE: the per-die queues, a dense index for each distinct key, and
+ * each die's demand arrivals in order, from @order (sorted by arrival).
+ */
+static int kvs_oracle_setup(struct kvs_sim *s, struct kvs_req **order)
 {
+	u32 i, n = 0, dies = s->cfg.dies, nr = s->nr ? s->nr : 1;
 	struct kvs_req **by_key;
-	u32 i, n = 0;
 
-	s->die_wait = calloc(s->cfg.dies, sizeof(*s->die_wait));
-	s->okeys = calloc(s->nr ? s->nr : 1, sizeof(*s->okeys));
-	by_key = calloc(s->nr ? s->nr : 1, sizeof(*by_key));
-	if (!s->die_wait || !s->okeys || !by_key) {
+	s->die_wait = calloc(dies, sizeof(*s->die_wait));
+	s->okeys = calloc(nr, sizeof(*s->okeys));
+	s->demand_at = calloc(nr, sizeof(*s->demand_at));
+	s->demand_off = calloc(dies + 1, sizeof(*s->demand_off));
+	s->demand_next = calloc(dies, sizeof(*s->demand_next));
+	by_key = calloc(nr, sizeof(*by_key));
+	if (!s->die_wait || !s->okeys || !s->demand_at || !s->demand_off ||
+	    !s->demand_next || !by_key) {
 		free(by_key);
 		return -1;
 	}
-	for (i = 0; i < s->cfg.dies; i++)
+	for (i = 0; i < dies; i++)
 		INIT_LIST_HEAD(&s->die_wait[i]);
 	for (i = 0; i < s->nr; i++)
 		by_key[i] = &s->rqs[i];
@@ -373,6 +406,21 @@ static int kvs_oracle_setup(struct kvs_sim *s)
 		by_key[i]->okey = n;
 	}
 	free(by_key);
+
+	/* Count per die, make the counts offsets, then fill in order. */
+	for (i = 0; i < s->nr; i++)
+		if (order[i]->tier == KVB_TIER_DEMAND)
+			s->demand_off[order[i]->sdie + 1]++;
+	for (i = 0; i < dies; i++) {
+		s->demand_off[i + 1] += s->demand_off[i];
+		s->demand_next[i] = s->demand_off[i];
+	}
+	for (i = 0; i < s->nr; i++)
+		if (order[i]->tier == KVB_TIER_DEMAND)
+			s->demand_at[s->demand_next[order[i]->sdie]++] =
+				order[i]->arrival;
+	for (i = 0; i < dies; i++)
+		s->demand_next[i] = s->demand_off[i];
 	return 0;
 }
 
@@ -445,8 +493,6 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		}
 		kvp_set_params(s->ps, &p);
 	}
-	if (cfg->sched == KVS_ORACLE)
-		return kvs_oracle_setup(s);
 	return 0;
 }
 
@@ -465,6 +511,10 @@ int kvs_run(struct kvs_sim *s, const struct kvs_config *cfg,
 	for (d = 0; d < nr; d++)
 		order[d] = &rqs[d];
 	qsort(order, nr, sizeof(*order), kvs_cmp_arrival);
+	if (cfg->sched == KVS_ORACLE && kvs_oracle_setup(s, order)) {
+		free(order);
+		return -1;
+	}
 
 	for (;;) {
 		u64 t = next < nr ? order[next]->arrival : KVS_NO_TIME;
@@ -512,12 +562,18 @@ void kvs_free(struct kvs_sim *s)
 	free(s->die_q);
 	free(s->die_wait);
 	free(s->okeys);
+	free(s->demand_at);
+	free(s->demand_off);
+	free(s->demand_next);
 	s->mem = NULL;
 	s->ps = NULL;
 	s->dies = NULL;
 	s->die_q = NULL;
 	s->die_wait = NULL;
 	s->okeys = NULL;
+	s->demand_at = NULL;
+	s->demand_off = NULL;
+	s->demand_next = NULL;
 }
 
 struct kvs_batch_time kvs_batch(const struct kvs_sim *s, u64 key)

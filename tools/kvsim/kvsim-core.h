@@ -18,9 +18,11 @@
  * die frees, so it releases a request into the device only when its die
  * is free. The device then holds no FIFO backlog, and each die, whenever
  * it frees, takes its next request from all the arrived requests mapped
- * to it (kvs_oracle_before() in kvsim-core.c says which). It is the best
- * order kvsim knows, a floor for what an elevator blind to the dies can
- * do; it is not a proven optimum.
+ * to it (kvs_oracle_before() in kvsim-core.c says which), starting a
+ * request of another tier than demand only if it ends before the die's
+ * next demand request arrives. It is the best order kvsim knows, a floor
+ * for what an elevator blind to the dies can do; it is not a proven
+ * optimum.
  *
  * Time is integer nanoseconds. Ties are broken deterministically: at one
  * instant, completions are handled first (lowest die first), then arrivals
@@ -150,9 +152,17 @@ struct kvs_sim {
 	struct list_head fifo;
 	struct list_head prio[3];
 
-	/* ORACLE: per die, its arrived requests; per distinct key, a batch. */
+	/*
+	 * ORACLE: per die, its arrived requests; per distinct key, a batch;
+	 * per die, the arrival times of its demand requests in order
+	 * (demand_at[demand_off[d] .. demand_off[d + 1]]), demand_next[d]
+	 * the first not yet arrived.
+	 */
 	struct list_head *die_wait;
 	struct kvs_okey	*okeys;
+	u64		*demand_at;
+	u32		*demand_off;
+	u32		*demand_next;
 
 	/* KVBATCH. */
 	struct kvp_sched *ps;
