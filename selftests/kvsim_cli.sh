@@ -146,8 +146,11 @@ done
 # shellcheck disable=SC2034 # read by cli_refuses()
 conv_bad=("--dev|nonsense" "--dev|7" "--dev|7,0,1" "--queue-depth|0"
 	  "--queue-depth|99999999999999999999" "--chunk|99999999999"
-	  "--dies|1025" "--tier|7=bogus" "--bogus")
-ktap_check "kvtrace2sim: 9 bad argument lists exit 2 with the usage, write nothing" \
+	  "--dies|1025" "--tier|7=bogus" "--bogus" "--service|bogus"
+	  "--read-us|100" "--service|1ms|--seed|7" "--service|model|--cv-pct|101"
+	  "--service|model|--page-kb|24" "--service|model|--time-scale|0"
+	  "--service|model|--read-us|30000" "--service|model|--seed|x")
+ktap_check "kvtrace2sim: ${#conv_bad[@]} bad argument lists exit 2 with the usage, write nothing" \
 	cli_refuses '^usage: kvtrace2sim' conv_bad -- \
 		"$conv" "$samples/nullb-kvbatch.tracefs"
 # kvrecord's bad arguments, refused before it touches tracefs (a bad -b
@@ -195,5 +198,18 @@ else
 	diff "$tmp/612.want" "$tmp/612.out" | ktap_diag
 	ktap_test_fail "kvtrace2sim: 6.12 block events give tiers from the ioprio column"
 fi
+
+# --service model: the kvssd parameters become the trace's model line,
+# every service "model"; kvsim draws them and runs every scheduler on the
+# draws, the same under each.
+"$conv" --service model --seed 7 --dies 64 --chunk 128 "$tmp/612.txt" \
+	> "$tmp/612m.trace" 2> /dev/null
+"$kvsim" --trace "$tmp/612m.trace" --dump-trace > "$tmp/612m.dump" 2>&1
+ktap_check "kvtrace2sim --service model: kvssd's model in the trace, kvsim draws from it" \
+	sh -c "grep -qx 'model read=4000us program=24000us cv=30 page=32 seed=7' '$tmp/612m.trace' &&
+	       [ \$(grep -c ' model sector=' '$tmp/612m.trace') = 5 ] &&
+	       [ \$(grep -c ' model ' '$tmp/612m.dump') = 0 ] &&
+	       '$kvsim' --trace '$tmp/612m.trace' --sched fifo,oracle | grep -q '^check: every scheduler'"
+ktap_check "kvtrace2sim --help exits 0" sh -c "'$conv' --help | grep -q -- '--service TIME|model'"
 
 ktap_finished

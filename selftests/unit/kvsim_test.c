@@ -695,6 +695,25 @@ static bool test_parse_errors(void)
 		{ "set write_batch=0\n", "write_batch takes" },
 		{ "set front_merges=1\n", "not modelled" },
 		{ "set nothing=1\n", "no such tunable" },
+		{ "0 A demand R model die=0\n", "no model line" },
+		{ "model read=4ms program=24ms cv=30 page=32\n",
+		  "model takes read=TIME" },
+		{ "model read=4ms program=24ms cv=30 page=32 seed=1 x=1\n",
+		  "model takes read=TIME" },
+		{ "model read=4ms read=4ms cv=30 page=32 seed=1\n",
+		  "model takes read=TIME" },
+		{ "model read=0 program=24ms cv=30 page=32 seed=1\n",
+		  "model: read and program take" },
+		{ "model read=4ms program=2s cv=30 page=32 seed=1\n",
+		  "model: read and program take" },
+		{ "model read=4ms program=24ms cv=101 page=32 seed=1\n",
+		  "model: cv takes" },
+		{ "model read=4ms program=24ms cv=30 page=24 seed=1\n",
+		  "model: page takes" },
+		{ "model read=4ms program=24ms cv=30 page=16384 seed=1\n",
+		  "model: page takes" },
+		{ "model read=4ms program=24ms cv=30 page=32 seed=x\n",
+		  "model: seed takes" },
 		{ "# only a comment\n", "no requests" },
 	};
 	char err[KVSIM_ERR_MAX], text[256];
@@ -719,6 +738,116 @@ static bool test_parse_errors(void)
 		       err, bad[i].msg);
 		kvsim_trace_free(&t);
 	}
+	return true;
+}
+
+/*
+ * Service times drawn from the kvssd model: "model" in a request's
+ * service column takes a draw from the model of the trace's "model" line,
+ * in trace order, exactly what kvssd's model draws for the same requests
+ * in the same order (a read of one 16 KiB page, 4 ms mean, cv 30%; 64 KiB
+ * reads of four pages; one-page programs of 24 ms). The same trace gives
+ * the same draws, another seed others; every scheduler runs on them.
+ */
+static bool test_model_service(void)
+{
+	struct kvssd_config cfg = {
+		.channels = 1, .dies_per_channel = 1,
+		.stripe_sectors = 32 * 1024, .page_sectors = 32,
+		.read_ns = 4000 * US, .program_ns = 24000 * US, .erase_ns = 1,
+		.cv_pct = 30, .seed = 7,
+	};
+	u64 sum[3] = { 0 }, min1 = KVS_NO_TIME;
+	struct kvsim_trace t, t2, t3;
+	char err[KVSIM_ERR_MAX], *text;
+	struct kvssd_model m;
+	struct kvssd_die die;
+	struct kvsim_result r;
+	u32 i, n[3] = { 0 }, same = 0, other = 0;
+	size_t len = 0, cap = 1 << 20;
+	FILE *f;
+
+	text = malloc(cap);
+	len += snprintf(text + len, cap - len, "dies 64\nchunk 128\n"
+			"model read=4ms program=24ms cv=30 page=32 seed=7\n");
+	for (i = 0; i < 3000; i++) {
+		const char *kind = i % 30 == 1 ? "f%u normal W model" :
+				   "r%u demand R model";
+
+		len += snprintf(text + len, cap - len, "%uus ", i * 100);
+		len += snprintf(text + len, cap - len, kind, i / 8);
+		len += snprintf(text + len, cap - len, " die=%u%s\n", i % 64,
+				i % 30 == 2 ? " size=64k" : "");
+	}
+	kvsim_trace_init(&t);
+	kvsim_trace_init(&t2);
+	kvsim_trace_init(&t3);
+	EXPECT(!kvsim_parse(&t, text, "model", err, sizeof(err)), "%s", err);
+	EXPECT(!kvsim_parse(&t2, text, "model", err, sizeof(err)), "%s", err);
+	text[strstr(text, "seed=7") - text + 5] = '8';
+	EXPECT(!kvsim_parse(&t3, text, "model", err, sizeof(err)), "%s", err);
+	free(text);
+	if (t.nr != 3000 || t2.nr != 3000 || t3.nr != 3000)
+		goto out;
+
+	kvssd_model_init(&m, &cfg, &die);
+	for (i = 0; i < t.nr; i++) {
+		const struct kvs_req *q = &t.rqs[i];
+		u32 k = q->write ? 2 : q->nr_sectors > 32 ? 1 : 0;
+		u64 want = kvssd_service(&m, q->write ? KVSSD_PROGRAM :
+					 KVSSD_READ, q->nr_sectors);
+
+		if (q->service != want) {
+			EXPECT(0, "request %u: service %llu, the model's %llu",
+			       i, (unsigned long long)q->service,
+			       (unsigned long long)want);
+			break;
+		}
+		sum[k] += q->service;
+		n[k]++;
+		if (!k && q->service < min1)
+			min1 = q->service;
+		same += q->service == t2.rqs[i].service;
+		other += q->service == t3.rqs[i].service;
+	}
+	diag("model: one page %llu us mean, min %llu; four pages %llu; "
+	     "program %llu", (unsigned long long)(sum[0] / n[0] / US),
+	     (unsigned long long)(min1 / US),
+	     (unsigned long long)(sum[1] / n[1] / US),
+	     (unsigned long long)(sum[2] / n[2] / US));
+	/* The mean is the base: 2800 draws of cv 30% fall within 2%. */
+	EXPECT(sum[0] / n[0] > 3920 * US && sum[0] / n[0] < 4080 * US,
+	       "one page: mean %llu", (unsigned long long)(sum[0] / n[0]));
+	EXPECT(min1 >= 2800 * US, "one page: a draw of %llu below 70%%",
+	       (unsigned long long)min1);
+	EXPECT(sum[1] / n[1] > 4 * 3600 * US && sum[1] / n[1] < 4 * 4400 * US,
+	       "four pages: mean %llu", (unsigned long long)(sum[1] / n[1]));
+	EXPECT(sum[2] / n[2] > 21600 * US && sum[2] / n[2] < 26400 * US,
+	       "program: mean %llu", (unsigned long long)(sum[2] / n[2]));
+	EXPECT(same == t.nr, "the same trace: %u of %u draws the same", same,
+	       t.nr);
+	EXPECT(other < t.nr / 10, "another seed: %u of %u draws the same",
+	       other, t.nr);
+
+	/* A dump writes the draws out: it reads back to the same times. */
+	kvsim_trace_free(&t2);
+	f = open_memstream(&text, &len);
+	kvsim_write_trace(f, &t);
+	fclose(f);
+	EXPECT(!kvsim_parse(&t2, text, "dump", err, sizeof(err)) &&
+	       same_requests(&t, &t2) && t2.model_set &&
+	       !memcmp(&t2.model, &t.model, sizeof(t.model)),
+	       "a dump of a model trace differs: %s", err);
+	free(text);
+
+	EXPECT(!kvsim_run_all(&r, &t, &all_scheds, err, sizeof(err)) &&
+	       !kvsim_check(&r, err, sizeof(err)), "%s", err);
+	expect_oracle_floor(&r, "model");
+	kvsim_result_free(&r);
+out:
+	kvsim_trace_free(&t);
+	kvsim_trace_free(&t2);
+	kvsim_trace_free(&t3);
 	return true;
 }
 
@@ -952,6 +1081,8 @@ TAP_MAIN(
 	{ test_roundtrip, "kvsim: dumped traces parse back unchanged" },
 	{ test_parse_errors, "kvsim: bad trace lines refused with line" },
 	{ test_die_range, "kvsim: dies beyond the device refused" },
+	{ test_model_service,
+	  "kvsim: service times drawn from the kvssd model" },
 	{ test_random,
 	  "kvsim: random traces conserve work, no double dispatch" },
 	{ test_many_dies, "kvsim: 64 and 256 dies run, every die serves" },

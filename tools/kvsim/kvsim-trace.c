@@ -403,8 +403,11 @@ static int kvsim_parse_request(struct kvsim_trace *t, char **tok, int n,
 		kvsim_err(msg, len, "tier write is for deferrable writes: op W");
 		return -1;
 	}
-	if (kvsim_parse_time(tok[4], &service) || !service) {
-		kvsim_err(msg, len, "bad service time '%s' (> 0, e.g. 100us)",
+	/* 0: drawn from the model once the whole trace is read. */
+	service = 0;
+	if (strcmp(tok[4], "model") &&
+	    (kvsim_parse_time(tok[4], &service) || !service)) {
+		kvsim_err(msg, len, "bad service time '%s' (> 0, e.g. 100us, or model)",
 			  tok[4]);
 		return -1;
 	}
@@ -451,6 +454,122 @@ bad_target:
 undo:
 	t->nr--;
 	return -1;
+}
+
+/* The model's largest stripe (kvssd-model.c), in sectors. */
+#define KVSIM_MODEL_MAX_STRIPE	0x100000
+/* A flash page of up to kvssd's largest stripe, 4 MiB. */
+#define KVSIM_MODEL_MAX_PAGE	8192
+#define KVSIM_MODEL_KEYS	5
+
+/*
+ * "model read=TIME program=TIME cv=PCT page=SECTORS seed=N": each field
+ * once, none left out, so that the line alone says where the times came
+ * from. The values are those kvssd's model takes, its times already
+ * multiplied by the driver's time_scale.
+ */
+static int kvsim_parse_model(struct kvsim_trace *t, char **tok, int n,
+			     char *msg, size_t len)
+{
+	static const char *const keys[KVSIM_MODEL_KEYS] = {
+		"read", "program", "cv", "page", "seed",
+	};
+	struct kvssd_config *m = &t->model;
+	u64 v[KVSIM_MODEL_KEYS];
+	unsigned int seen = 0, k;
+	int i;
+
+	if (t->model_set) {
+		kvsim_err(msg, len, "model given twice");
+		return -1;
+	}
+	for (i = 1; i < n; i++) {
+		const char *eq = strchr(tok[i], '=');
+
+		for (k = 0; eq && k < KVSIM_MODEL_KEYS; k++)
+			if (strlen(keys[k]) == (size_t)(eq - tok[i]) &&
+			    !strncmp(keys[k], tok[i], eq - tok[i]))
+				break;
+		if (!eq || k == KVSIM_MODEL_KEYS || (seen & (1U << k)))
+			goto usage;
+		seen |= 1U << k;
+		if (k < 2 ? kvsim_parse_time(eq + 1, &v[k]) :
+		    kvsim_parse_u64(eq + 1, &v[k])) {
+			kvsim_err(msg, len, "model: %s takes %s: '%s'", keys[k],
+				  k < 2 ? "a time" : "a number", eq + 1);
+			return -1;
+		}
+	}
+	if (seen != (1U << KVSIM_MODEL_KEYS) - 1)
+		goto usage;
+	if (!v[0] || !v[1] || v[0] > NSEC_PER_SEC || v[1] > NSEC_PER_SEC) {
+		kvsim_err(msg, len, "model: read and program take 1ns..1s");
+		return -1;
+	}
+	if (v[2] > KVSSD_MAX_CV_PCT) {
+		kvsim_err(msg, len, "model: cv takes 0..%d (percent)",
+			  KVSSD_MAX_CV_PCT);
+		return -1;
+	}
+	if (!v[3] || v[3] > KVSIM_MODEL_MAX_PAGE || (v[3] & (v[3] - 1))) {
+		kvsim_err(msg, len, "model: page takes a power of 2, 1..%d sectors",
+			  KVSIM_MODEL_MAX_PAGE);
+		return -1;
+	}
+	memset(m, 0, sizeof(*m));
+	m->channels = 1;
+	m->dies_per_channel = 1;
+	m->page_sectors = (u32)v[3];
+	/* Up to 1024 pages to a request, as the model allows. */
+	m->stripe_sectors = v[3] << 10 < KVSIM_MODEL_MAX_STRIPE ?
+			    (u32)(v[3] << 10) : KVSIM_MODEL_MAX_STRIPE;
+	m->read_ns = v[0];
+	m->program_ns = v[1];
+	m->erase_ns = 1;		/* no garbage collection in kvsim */
+	m->cv_pct = (u32)v[2];
+	m->seed = v[4];
+	t->model_set = true;
+	return 0;
+usage:
+	kvsim_err(msg, len,
+		  "model takes read=TIME program=TIME cv=PCT page=SECTORS seed=N, each once");
+	return -1;
+}
+
+/*
+ * Draw the service times of the requests that said "model", in trace
+ * order, as kvssd's model draws them: a read or program of its size.
+ */
+static int kvsim_draw_services(struct kvsim_trace *t, const char *fname,
+			       char *err, size_t errlen)
+{
+	struct kvssd_model m;
+	struct kvssd_die die;
+	u32 i;
+
+	for (i = 0; i < t->nr && t->rqs[i].service; i++)
+		;
+	if (i == t->nr)
+		return 0;
+	if (!t->model_set) {
+		kvsim_err(err, errlen, "%s:%u: service model, but no model line",
+			  fname, t->line[i]);
+		return -1;
+	}
+	if (kvssd_model_init(&m, &t->model, &die)) {
+		kvsim_err(err, errlen, "%s: model: %s", fname,
+			  kvssd_config_error(&t->model));
+		return -1;
+	}
+	for (i = 0; i < t->nr; i++) {
+		struct kvs_req *rq = &t->rqs[i];
+
+		if (!rq->service)
+			rq->service = kvssd_service(&m, rq->write ?
+						    KVSSD_PROGRAM : KVSSD_READ,
+						    rq->nr_sectors);
+	}
+	return 0;
 }
 
 static int kvsim_parse_line(struct kvsim_trace *t, char *s, u32 line,
@@ -515,6 +634,8 @@ static int kvsim_parse_line(struct kvsim_trace *t, char *s, u32 line,
 			t->chunk = v;
 		return 0;
 	}
+	if (!strcmp(tok[0], "model"))
+		return kvsim_parse_model(t, tok, n, msg, len);
 	if (!strcmp(tok[0], "set")) {
 		if (n != 2) {
 			kvsim_err(msg, len, "set takes one NAME=VALUE");
@@ -560,7 +681,7 @@ int kvsim_parse(struct kvsim_trace *t, const char *text, const char *fname,
 		kvsim_err(err, errlen, "%s: no requests", fname);
 		return -1;
 	}
-	return 0;
+	return kvsim_draw_services(t, fname, err, errlen);
 }
 
 int kvsim_load_builtin(struct kvsim_trace *t, const char *name, char *err,
@@ -762,6 +883,13 @@ void kvsim_write_trace(FILE *f, const struct kvsim_trace *t)
 		if (t->tun_set[k])
 			fprintf(f, "set %s=%u\n", kvb_tunables[k].name,
 				t->tun[k]);
+	/* The draws are written out: the line only says where from. */
+	if (t->model_set)
+		fprintf(f, "model read=%sus program=%sus cv=%u page=%u seed=%llu\n",
+			kvsim_fmt_us(a, sizeof(a), t->model.read_ns),
+			kvsim_fmt_us(s, sizeof(s), t->model.program_ns),
+			t->model.cv_pct, t->model.page_sectors,
+			(unsigned long long)t->model.seed);
 	fprintf(f, "# time  batch  tier  op  service  target  size\n");
 	for (i = 0; i < t->nr; i++) {
 		const struct kvs_req *rq = &t->rqs[i];

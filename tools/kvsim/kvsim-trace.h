@@ -10,8 +10,13 @@
  * '#' starts a comment:
  *
  *   title TEXT | note TEXT | dies N | queue-depth N | chunk SECTORS |
- *   set TUNABLE=VALUE
- *   TIME BATCH TIER OP SERVICE die=N|sector=N [size=BYTES]
+ *   set TUNABLE=VALUE |
+ *   model read=TIME program=TIME cv=PCT page=SECTORS seed=N
+ *   TIME BATCH TIER OP SERVICE|model die=N|sector=N [size=BYTES]
+ *
+ * A request whose service is "model" takes a draw from the kvssd model
+ * the "model" line describes (kvssd/kvssd-model.h), made when the trace
+ * is read, in trace order: every scheduler then runs on the same times.
  */
 #ifndef _KVSIM_TRACE_H
 #define _KVSIM_TRACE_H
@@ -46,6 +51,10 @@ struct kvsim_trace {
 	u32		dies;
 	u32		qdepth;
 	u64		chunk;
+
+	/* The "model" line's service time model, when given. */
+	bool		model_set;
+	struct kvssd_config model;
 
 	/* Tunables named by "set" lines (tun_set[i] when given). */
 	unsigned int	tun[KVB_NR_TUNABLES];
