@@ -3,7 +3,8 @@
 #
 # kvreport_cli.sh: tools/kvreport on the host, on fixture results made
 # here (a deep boot's deep.json and cost.json, and one recall workload on
-# kvssd0, for one kernel), without a guest (selftests/run-all.sh runs it
+# kvssd0 with its recording, for kvsim's floor, for one kernel), without
+# a guest (selftests/run-all.sh runs it
 # with the other host tests). Bad arguments exit 2 with the usage,
 # kvreport's and those of tools/kvsuite, which writes the results; a
 # kernel with no finished run exits 1. Each target line gives its
@@ -22,7 +23,7 @@ source "$(dirname "$0")/ktap_helpers.sh"
 
 ktap_print_header
 command -v python3 > /dev/null || ktap_exit_skip "python3 not installed"
-ktap_set_plan 13
+ktap_set_plan 15
 
 # row ROW NONE MQ-DEADLINE KYBER BFQ KVBATCH: a deep row, as kvsuite's
 # deep() writes it.
@@ -73,6 +74,10 @@ jq -n '[{round: 1, sched: "none", ios: 1000, cpu_us: 10},
 	recall bfq 40 80 1000 1000
 	recall kvbatch 7 17 1850 100
 } | jq -s add > "$d/kvssd0-prefetch.json"
+# The recording kvsim's floor is computed from: kvsim's null_blk sample,
+# as kvrecord writes it. Its 8 recalls under load: kvbatch's 7 ms mean
+# against the oracle's 7.7 is 0.91 x.
+cp "$top/tools/kvsim/samples/nullb-kvbatch.tracefs" "$d/kvssd0-prefetch.rec"
 
 # exits STATUS PATTERN ARGS...: kvreport ARGS exits STATUS, its stderr
 # matching PATTERN (empty: anything).
@@ -144,7 +149,12 @@ ktap_check "a good kernel, then one with no run: exit 1, nothing written" \
 ktap_check "a kernel named twice: exit 2 with the usage" \
 	exits 2 '^usage: tools/kvreport ' "$tmp/bench" "$k" "$k"
 # Last: the points below read its report.
-ktap_check "the fixture reports" exits 0 '' "$tmp/bench" "$k"
+if make -s --no-print-directory -C "$top" kvsim > "$tmp/build.log" 2>&1; then
+	ktap_check "the fixture reports" exits 0 '' "$tmp/bench" "$k"
+else
+	ktap_diag < "$tmp/build.log"
+	ktap_test_fail "kvsim builds, for the floor"
+fi
 
 # has LINE: the report has exactly this line.
 # shellcheck disable=SC2317 # called through ktap_check
@@ -168,5 +178,10 @@ ktap_check "kvssd0 prefetch: p99 against the best of none and the peers" \
 ktap_check "kvssd0 prefetch: total and prefetch IOPS against none's" \
 	sh -c "grep -qxF 'met    kvssd0 prefetch: total IOPS >= 0.97 x none: 0.98 x' '$tmp/out' &&
 		grep -qxF 'met    kvssd0 prefetch: prefetch >= 10% of none: 10%' '$tmp/out'"
+ktap_check "kvsim's floor: each scheduler on the recording, kept" \
+	sh -c "grep -qxF 'fifo 18.16 / 34.72  kvbatch 21.51 / 54.69  oracle 7.7 / 12.6' '$tmp/out' &&
+		[ -s '$d/kvssd0-floor.json' ]"
+ktap_check "kvssd0 prefetch: mean against kvsim's floor" \
+	has "met    kvssd0 prefetch: mean <= 1.3 x kvsim's floor: 0.91 x (7 vs 7.7 ms)"
 
 ktap_finished
