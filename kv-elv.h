@@ -71,7 +71,7 @@ struct kvb_data {
 	spinlock_t		lock;
 	struct request_queue	*q;
 
-	/* At-head, FUA, flush sequence and unscheduled requests: first out. */
+	/* At-head, flush sequence and unscheduled requests: first out. */
 	struct list_head	dispatch;
 	/* Sector order of queued requests, for front merges and bursts. */
 	struct rb_root		sort[2];	/* scheduled reads, writes */

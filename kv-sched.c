@@ -906,13 +906,16 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	 * At-head inserts are the block layer's own (requeues of requests
 	 * that must go first). Writes in a flush sequence are never held:
 	 * blk_insert_flush() strips REQ_PREFLUSH, and REQ_FUA when the
-	 * device lacks FUA, so on 6.12 a FUA write to a write-back cache
-	 * arrives as a plain sync write marked RQF_FLUSH_SEQ, and every
-	 * flush waits while it is held. (6.1 never hands such writes to an
-	 * elevator.) A FUA write the device executes keeps REQ_FUA.
+	 * device lacks FUA, so on 6.12 and later a FUA write to a
+	 * write-back cache arrives as a plain sync write marked
+	 * RQF_FLUSH_SEQ, and every flush waits while it is held. (6.1 never
+	 * hands such writes to an elevator.) A FUA write the device
+	 * executes needs no flush sequence: it keeps REQ_FUA, carries no
+	 * RQF_FLUSH_SEQ, and is a sync write like any other, scheduled in
+	 * its tier and counted against max_inflight. Letting it pass would
+	 * let O_DSYNC writers overtake queued demand.
 	 */
-	first = at_head || (rq->cmd_flags & REQ_FUA) ||
-		(rq->rq_flags & RQF_FLUSH_SEQ);
+	first = at_head || (rq->rq_flags & RQF_FLUSH_SEQ);
 	tier = kvb_rq_tier(rq);
 	if (!first && kvb_insert_direct(kd, rq, tier, state, direct, now))
 		return;
