@@ -16,6 +16,7 @@
 #include <linux/spinlock.h>
 #include <linux/timer.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 #include "kv-policy.h"
 
@@ -36,8 +37,12 @@ struct kvb_stats {
  * Completions recorded without the device lock (kvb_request_done()),
  * applied to the core under it by kvb_drain(): the time and service time
  * of each, and the batch it belongs to, which stays open until then.
+ * KVB_DONE_RECS per CPU; KVB_DRAIN_MAX at most per kvb_drain() call,
+ * whatever the number of CPUs: the rest waits for the next call, or for
+ * kvbatch's drain work.
  */
 #define KVB_DONE_RECS	32
+#define KVB_DRAIN_MAX	32
 
 struct kvb_done {
 	struct kvp_batch	*b;
@@ -101,6 +106,8 @@ struct kvb_data {
 	struct kvb_pcpu __percpu *pcpu;
 	struct cpumask		pcpu_mask;
 	atomic_t		undrained;
+	/* Applies the records a kvb_drain() left over (kblockd). */
+	struct work_struct	drain_work;
 
 	unsigned int		async_depth;	/* async tag budget */
 	/*

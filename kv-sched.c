@@ -16,7 +16,8 @@
  * may be a hard interrupt (null_blk's timer mode, many NVMe drivers). Most
  * completions do not take it: they are recorded in a per-CPU buffer
  * (kvb_pcpu, with its own lock, taken inside the device lock by the drain)
- * and applied by the next holder of the device lock. Only a completion that
+ * and applied by the next holder of the device lock, a bounded number per
+ * section, the rest by a work item (kvb_drain()). Only a completion that
  * may have to run the queue, or that leaves the device idle, takes it: the
  * one that makes room for work held back by max_inflight, the last one in
  * flight when nothing is queued, and any while deferred writes wait for
@@ -46,6 +47,7 @@
 #include <linux/spinlock.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
+#include <linux/workqueue.h>
 
 #include <trace/events/block.h>
 
@@ -239,36 +241,68 @@ static void kvb_arm_reap(struct kvb_data *kd)
 }
 
 /*
- * Apply the completions recorded without the lock. A CPU's records leave
- * the undrained count, in one subtraction, before any of them leaves the
- * core's in-flight count. A lockless reader (kvb_inflight()) may be off
- * either way in between. Reading low only sends a completion to the lock,
- * or blk-mq to a dispatch that finds nothing to start. Reading high, a
- * completion that has just recorded behind a CPU already passed here sees
- * work in flight that is done and leaves its record to us: so look again
- * after our updates, until a look finds nothing (its record, barrier,
- * read; our updates, barrier, read: one of the two reads sees the
- * other's write).
+ * Apply up to @max of @pc's records, oldest first; the CPU leaves the
+ * mask once it has none. Returns how many were applied.
+ */
+static unsigned int kvb_drain_cpu(struct kvb_data *kd, struct kvb_pcpu *pc,
+				  unsigned int cpu, unsigned int max)
+{
+	unsigned int i, n;
+
+	lockdep_assert_held(&kd->lock);
+
+	spin_lock(&pc->lock);
+	n = min(pc->n, max);
+	atomic_sub(n, &kd->undrained);
+	for (i = 0; i < n; i++)
+		kvb_complete_one(kd, pc->rec[i].b, pc->rec[i].now,
+				 pc->rec[i].lat);
+	pc->n -= n;
+	if (pc->n)
+		memmove(pc->rec, pc->rec + n, pc->n * sizeof(pc->rec[0]));
+	else
+		cpumask_clear_cpu(cpu, &kd->pcpu_mask);
+	spin_unlock(&pc->lock);
+	return n;
+}
+
+/*
+ * Apply the completions recorded without the lock, at most KVB_DRAIN_MAX
+ * of them. The lock is held with interrupts off, and a section calls this
+ * at most three times (on entry, after its own updates, in kvb_hold()):
+ * so a section applies a bounded number of records, however many CPUs
+ * have recorded. Records beyond the budget are left to drain_work, which
+ * applies them in sections of their own, with interrupts enabled in
+ * between, and acts on what they free (kvb_drain_work_fn()).
+ *
+ * Records leave the undrained count, in one subtraction per CPU, before
+ * any of them leaves the core's in-flight count. A lockless reader
+ * (kvb_inflight()) may be off either way in between. Reading low only
+ * sends a completion to the lock, or blk-mq to a dispatch that finds
+ * nothing to start. Reading high, a completion that has just recorded
+ * behind a CPU already passed here sees work in flight that is done and
+ * leaves its record to us: so look again after our updates, until a look
+ * finds nothing (its record, barrier, read; our updates, barrier, read:
+ * one of the two reads sees the other's write), or hand what the look
+ * found to drain_work, which looks again under the lock.
  */
 void kvb_drain(struct kvb_data *kd)
 {
-	unsigned int cpu, i;
+	unsigned int cpu, budget = KVB_DRAIN_MAX;
 	bool applied = false;
 
 	lockdep_assert_held(&kd->lock);
 
 	while (atomic_read(&kd->undrained)) {
+		if (!budget) {
+			kblockd_schedule_work(&kd->drain_work);
+			break;
+		}
 		for_each_cpu(cpu, &kd->pcpu_mask) {
-			struct kvb_pcpu *pc = per_cpu_ptr(kd->pcpu, cpu);
-
-			cpumask_clear_cpu(cpu, &kd->pcpu_mask);
-			spin_lock(&pc->lock);
-			atomic_sub(pc->n, &kd->undrained);
-			for (i = 0; i < pc->n; i++)
-				kvb_complete_one(kd, pc->rec[i].b,
-						 pc->rec[i].now, pc->rec[i].lat);
-			pc->n = 0;
-			spin_unlock(&pc->lock);
+			budget -= kvb_drain_cpu(kd, per_cpu_ptr(kd->pcpu, cpu),
+						cpu, budget);
+			if (!budget)
+				break;
 		}
 		applied = true;
 		/* Pairs with the barrier in kvb_record_needs_lock(). */
@@ -1008,8 +1042,9 @@ static void kvb_prepare_request(struct request *rq)
  * own record, behind a full barrier). It may still read high, while a
  * drain has taken records off the undrained count but not yet off the
  * in-flight count; that drain then applies its record too, and ends the
- * hold itself (kvb_settle(), or the dispatch or insert it is part of).
- * So the room is never missed.
+ * hold itself (kvb_settle(), or the dispatch or insert it is part of), or
+ * leaves it to the drain work, which does both. So the room is never
+ * missed.
  *
  * Nothing is left in flight or queued: the device goes idle, and its
  * batches close now rather than at the next request. Work still queued
@@ -1568,6 +1603,21 @@ static void kvb_write_timer_fn(struct timer_list *t)
 	kvb_unlock_run(kd, demand);
 }
 
+/*
+ * Records a kvb_drain() left over, beyond its budget: apply them, a
+ * budget per section with interrupts enabled in between (each drain
+ * queues the work again while records remain), and act on what they
+ * free, as after any drain that no dispatch follows (kvb_settle()): end
+ * a hold, run the queue for writes held behind demand that is done.
+ */
+static void kvb_drain_work_fn(struct work_struct *work)
+{
+	struct kvb_data *kd = container_of(work, struct kvb_data, drain_work);
+	bool demand = kvb_lock_applied(kd);
+
+	kvb_unlock_applied(kd, demand);
+}
+
 static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 {
 	unsigned int nr = clamp(max_batches, 16U, 65536U);
@@ -1623,6 +1673,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	spin_lock_init(&kd->lock);
 	timer_setup(&kd->reap_timer, kvb_reap_timer_fn, 0);
 	timer_setup(&kd->write_timer, kvb_write_timer_fn, 0);
+	INIT_WORK(&kd->drain_work, kvb_drain_work_fn);
 	kd->q = q;
 	INIT_LIST_HEAD(&kd->dispatch);
 	kd->sort[READ] = RB_ROOT;
@@ -1672,9 +1723,16 @@ static void kvb_exit_sched(struct elevator_queue *e)
 	 */
 	timer_shutdown_sync(&kd->reap_timer);
 	timer_shutdown_sync(&kd->write_timer);
-	spin_lock_irq(&kd->lock);
-	kvb_drain(kd);
-	spin_unlock_irq(&kd->lock);
+	/*
+	 * Nothing records any more: drain what is left a budget at a time,
+	 * then wait for, or cancel, the work the drains may have queued.
+	 */
+	while (atomic_read(&kd->undrained)) {
+		spin_lock_irq(&kd->lock);
+		kvb_drain(kd);
+		spin_unlock_irq(&kd->lock);
+	}
+	cancel_work_sync(&kd->drain_work);
 	WARN_ON_ONCE(!list_empty(&kd->dispatch));
 	WARN_ON_ONCE(!RB_EMPTY_ROOT(&kd->sort[READ]) ||
 		     !RB_EMPTY_ROOT(&kd->sort[WRITE]) ||
