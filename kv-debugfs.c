@@ -67,14 +67,42 @@ static int kvb_##name##_show(void *data, struct seq_file *m)		\
 	return kvb_debugfs_show(data, m, kvb_##name);			\
 }
 
-static int kvb_dispatch(struct kvb_data *kd, struct seq_file *m)
+/*
+ * Requests shown per list. Each list is walked under its lock, the
+ * device lock with interrupts off or a lane's with preemption off: the
+ * walk is bounded, whatever the list's length (seq_file may call a show
+ * again with a larger buffer, each time under the lock), and shows the
+ * head, the requests that go first.
+ */
+#define KVB_SHOW_RQS	32
+
+/*
+ * The first KVB_SHOW_RQS requests of @head, which @lock protects, then
+ * "..." if there are more.
+ */
+static void kvb_show_rqs(struct seq_file *m, struct list_head *head,
+			 spinlock_t *lock)
 {
 	struct request *rq;
+	unsigned int n = 0;
+
+	lockdep_assert_held(lock);
+
+	list_for_each_entry(rq, head, queuelist) {
+		if (n++ == KVB_SHOW_RQS) {
+			seq_puts(m, "...\n");
+			break;
+		}
+		__blk_mq_debugfs_rq_show(m, rq);
+	}
+}
+
+static int kvb_dispatch(struct kvb_data *kd, struct seq_file *m)
+{
 	unsigned int i;
 
 	spin_lock_irq(&kd->lock);
-	list_for_each_entry(rq, &kd->dispatch, queuelist)
-		__blk_mq_debugfs_rq_show(m, rq);
+	kvb_show_rqs(m, &kd->dispatch, &kd->lock);
 	spin_unlock_irq(&kd->lock);
 
 	/*
@@ -86,8 +114,7 @@ static int kvb_dispatch(struct kvb_data *kd, struct seq_file *m)
 		struct kvb_lane *lane = &kd->lanes[i];
 
 		spin_lock(&lane->lock);
-		list_for_each_entry(rq, &lane->rqs, queuelist)
-			__blk_mq_debugfs_rq_show(m, rq);
+		kvb_show_rqs(m, &lane->rqs, &lane->lock);
 		spin_unlock(&lane->lock);
 	}
 	return 0;
@@ -284,11 +311,8 @@ KVB_DEBUGFS_SHOW(tiers)
 /* The deferred write queue, oldest first. */
 static int kvb_deferred(struct kvb_data *kd, struct seq_file *m)
 {
-	struct request *rq;
-
 	spin_lock_irq(&kd->lock);
-	list_for_each_entry(rq, &kd->ps->wq->rqs, queuelist)
-		__blk_mq_debugfs_rq_show(m, rq);
+	kvb_show_rqs(m, &kd->ps->wq->rqs, &kd->lock);
 	spin_unlock_irq(&kd->lock);
 	return 0;
 }
