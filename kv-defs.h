@@ -57,9 +57,12 @@ enum kvb_key_mode {
 
 /*
  * Service tiers. A request's tier follows from its I/O priority:
- *   RT, or BE carrying an ioprio hint	-> DEMAND   (decode-critical recall)
- *   BE (or NONE) without a hint		-> NORMAL   (everything else)
+ *   RT					-> DEMAND   (decode-critical recall)
+ *   BE (or NONE), with or without a hint	-> NORMAL   (everything else)
  *   IDLE					-> PREFETCH
+ * The RT class takes CAP_SYS_NICE or CAP_SYS_ADMIN; a hint takes nothing,
+ * so a hint alone groups a process's reads into a batch of its own but
+ * ranks it above no one, unless the administrator sets hint_demand.
  * Writes that can wait (async writeback, IDLE writes) leave their tier for
  * the WRITE tier: the deferred write queue.
  */

@@ -5,8 +5,9 @@
  * kvsim, the tagging example tools/examples/recall.c) and the unit tests.
  * A request's tag is its Linux I/O priority, whose layout is ABI: class in
  * bits 13..15, hint in bits 3..12, level in bits 0..2. The policy core
- * reads the tier from it (kvp_tier_of(): RT, or BE with a hint, is
- * demand; IDLE is prefetch) and, with batch_key ioprio, the batch. It
+ * reads the tier from it (kvp_tier_of(): RT is demand, IDLE prefetch, the
+ * rest normal; a hint makes a batch of its own, demand only with the
+ * hint_demand tunable) and, with batch_key ioprio, the batch. It
  * depends on nothing, so that an application can copy it.
  *
  * Constant expressions, so that tables can be built from them (the uapi
@@ -28,6 +29,11 @@
 
 /* The largest hint: each recall batch tagged with its own of 1..1023. */
 #define KV_IOPRIO_HINT_MAX	KV_IOPRIO_HINT_MASK
+/*
+ * SCSI and ATA disks read hints 1..7 as command duration limits: a batch
+ * id among them would be a time limit there. Batch ids start above.
+ */
+#define KV_IOPRIO_HINT_CDL_MAX	7
 
 #define KV_IOPRIO(class, hint, level)				\
 	(((class) << KV_IOPRIO_CLASS_SHIFT) |			\

@@ -17,13 +17,22 @@
  * waits. Strict order starves, so every tier has an expire time after
  * which its oldest request goes first, oldest first across tiers.
  *
+ * Precedence follows privilege. Demand is the RT class, which the kernel
+ * grants only with CAP_SYS_NICE or CAP_SYS_ADMIN. Any process may set a
+ * hint, so a hinted BE batch is a batch of the normal tier, and the
+ * normal tier is served oldest request first, not by remaining work: a
+ * flood of small hinted batches must gain nothing over a tenant whose
+ * unhinted reads all share one batch (and one key).
+ *
  * Writes that can wait are held while demand reads are queued or in
  * flight (flash serves reads slower while it writes), and then released
  * in bursts, sector-sorted by the host, so they still make progress.
  *
  * Batch metadata comes from a fixed pool: a workload inventing tags cannot
  * grow kernel memory. When the pool is exhausted, requests join their
- * tier's overflow batch and are served like any other batch.
+ * tier's overflow batch and are served like any other batch. Part of the
+ * pool is demand's alone (KVP_DEMAND_RESERVE()): keys anyone can invent
+ * must not push privileged recalls into the overflow batch.
  */
 #ifdef __KERNEL__
 #include <linux/bitops.h>
@@ -76,8 +85,13 @@ const struct kvb_tunable_desc kvb_tunables[KVB_NR_TUNABLES] = {
 
 enum { KVP_HEAP_WORK, KVP_HEAP_AGE };
 
-/* The tag's layout is kv-ioprio.h's (the ioprio ABI). */
-enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync)
+/*
+ * The tag's layout is kv-ioprio.h's (the ioprio ABI). Only the RT class
+ * outranks others unless the administrator says otherwise (hint_demand):
+ * the kernel checks a capability for RT and none for a hint.
+ */
+enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync,
+			  bool hint_demand)
 {
 	unsigned int class = KV_IOPRIO_CLASS(ioprio);
 
@@ -86,7 +100,8 @@ enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync)
 		return KVB_TIER_WRITE;
 	if (class == KV_IOPRIO_CLASS_IDLE)
 		return KVB_TIER_PREFETCH;
-	if (class == KV_IOPRIO_CLASS_RT || KV_IOPRIO_HINT(ioprio))
+	if (class == KV_IOPRIO_CLASS_RT ||
+	    (hint_demand && KV_IOPRIO_HINT(ioprio)))
 		return KVB_TIER_DEMAND;
 	return KVB_TIER_NORMAL;
 }
@@ -272,6 +287,8 @@ static void kvp_batch_finish(struct kvp_sched *ps, struct kvp_batch *b)
 		list_del_init(&b->drain_node);
 	kvp_hash_del(ps, b);
 	list_del_init(&b->live_node);
+	if (t != KVB_TIER_DEMAND)
+		ps->other_live--;
 
 	ps->stats.closed[t]++;
 	ps->stats.batch_ns_sum[t] += dur;
@@ -363,6 +380,7 @@ struct kvp_sched *kvp_init(void *mem, u32 nr_batches)
 	INIT_LIST_HEAD(&ps->draining);
 	INIT_LIST_HEAD(&ps->live);
 	ps->nr_batches = nr_batches;
+	ps->other_max = nr_batches - KVP_DEMAND_RESERVE(nr_batches);
 	ps->pool = (struct kvp_batch *)p;
 	p += nr_batches * sizeof(struct kvp_batch);
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
@@ -415,6 +433,26 @@ static void kvp_note_arrival(struct kvp_sched *ps, enum kvb_tier tier,
 	}
 }
 
+/*
+ * Is there a pool batch for a new batch of @tier? Demand may take the
+ * whole pool, the other tiers all but the reserve. Short of one, the
+ * oldest draining batch is reclaimed, unless that is demand's and the
+ * new batch is not: demand's reserve is not to be taken back.
+ */
+static bool kvp_pool_room(struct kvp_sched *ps, enum kvb_tier tier)
+{
+	bool demand = tier == KVB_TIER_DEMAND;
+	struct kvp_batch *b;
+
+	if (ps->free && (demand || ps->other_live < ps->other_max))
+		return true;
+	b = kvp_oldest_draining(ps);
+	if (!b || (!demand && b->tier == KVB_TIER_DEMAND))
+		return false;
+	kvp_batch_finish(ps, b);
+	return true;
+}
+
 struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 				enum kvb_tier tier, u64 now)
 {
@@ -441,18 +479,14 @@ struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,
 		kvp_batch_finish(ps, b);
 	}
 
-	/* A new batch; reclaim the oldest draining one if the pool is dry. */
-	if (!ps->free) {
-		b = kvp_oldest_draining(ps);
-		if (b)
-			kvp_batch_finish(ps, b);
-	}
-	b = ps->free;
-	if (!b) {
+	if (!kvp_pool_room(ps, tier)) {
 		ps->stats.overflow_rqs[tier]++;
 		return &ps->fixed[tier];
 	}
+	b = ps->free;
 	ps->free = b->hnext;
+	if (tier != KVB_TIER_DEMAND)
+		ps->other_live++;
 
 	kvp_batch_reset(b, key, tier);
 	b->state = KVP_BATCH_OPEN;
@@ -642,6 +676,7 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun)
 	p->max_inflight = tun[KVB_MAX_INFLIGHT];
 	p->share_pct[KVB_TIER_NORMAL] = tun[KVB_NORMAL_SHARE_PCT];
 	p->share_pct[KVB_TIER_PREFETCH] = tun[KVB_PREFETCH_SHARE_PCT];
+	p->hint_demand = tun[KVB_HINT_DEMAND];
 }
 
 void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p)
@@ -686,6 +721,24 @@ static void kvp_share_account(struct kvp_sched *ps, int served)
 	}
 }
 
+/*
+ * The batch of tier @t to serve next, past expiry: demand's and
+ * prefetch's with the least remaining work (a process's own recalls or
+ * prefetch, ranked for batch completion); the normal tier's with the
+ * oldest queued request, so that no batch, however small, passes
+ * another's older request: batches there are anyone's (a hint takes no
+ * privilege), and all of a tenant's unhinted reads are one.
+ */
+static struct kvp_batch *kvp_tier_next(const struct kvp_sched *ps,
+				       enum kvb_tier t)
+{
+	const struct kvp_tier *tier = &ps->tier[t];
+
+	if (t == KVB_TIER_NORMAL)
+		return kvp_heap_top(&tier->age);
+	return kvp_heap_top(&tier->work);
+}
+
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 {
 	struct kvp_pick none = { .kind = KVP_PICK_NONE };
@@ -722,7 +775,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	for (t = KVB_TIER_NORMAL; t < KVB_NR_BATCH_TIERS; t++) {
 		if (ps->credit[t] < 100)
 			continue;
-		b = kvp_heap_top(&ps->tier[t].work);
+		b = kvp_tier_next(ps, t);
 		if (b) {
 			pick = kvp_pick_batch(b, KVB_WHY_SHARE);
 			goto out;
@@ -774,8 +827,8 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 		ps->burst_left = 0;
 	}
 
-	/* 6. Everything else that is not prefetch. */
-	b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].work);
+	/* 6. Everything else that is not prefetch, oldest first. */
+	b = kvp_tier_next(ps, KVB_TIER_NORMAL);
 	if (b) {
 		pick = kvp_pick_batch(b, KVB_WHY_NORMAL);
 		goto out;

@@ -70,6 +70,8 @@ struct kvp_params {
 	u32	limit_ceiling;
 	/* Minimum share of dispatches, in percent, while backlogged. */
 	u32	share_pct[KVB_NR_BATCH_TIERS];
+	/* BE (or NONE) with a hint is demand (kvp_tier_of()). */
+	bool	hint_demand;
 };
 
 struct kvp_stats {
@@ -115,6 +117,9 @@ struct kvp_sched {
 
 	struct kvp_batch	*pool;
 	u32			nr_batches;
+	/* Pool batches the other tiers may hold, and hold (live). */
+	u32			other_max;
+	u32			other_live;
 	struct kvp_batch	*free;
 	struct kvp_batch	**hash;
 	u32			hash_bits;
@@ -168,8 +173,19 @@ void kvp_flush_draining(struct kvp_sched *ps);
 /* Close the draining batches whose window has passed. */
 void kvp_reap(struct kvp_sched *ps, u64 now);
 
-/* Tier of a request from its ioprio and direction. */
-enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync);
+/*
+ * Tier of a request from its ioprio and direction; @hint_demand: the
+ * tunable (kvp_params.hint_demand).
+ */
+enum kvb_tier kvp_tier_of(u16 ioprio, bool write, bool sync,
+			  bool hint_demand);
+
+/*
+ * The part of the pool only demand batches take: the other tiers' keys
+ * beyond the rest share their tier's overflow batch, so that a flood of
+ * them cannot leave demand with none.
+ */
+#define KVP_DEMAND_RESERVE(nr_batches)	((nr_batches) / 4)
 
 /* The batch a new request with @key joins; never NULL. */
 struct kvp_batch *kvp_get_batch(struct kvp_sched *ps, u64 key,

@@ -780,14 +780,15 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 }
 
 /* The tier of data with priority @prio and flags @opf (request or bio). */
-static enum kvb_tier kvb_tier(u16 prio, blk_opf_t opf)
+static enum kvb_tier kvb_tier(struct kvb_data *kd, u16 prio, blk_opf_t opf)
 {
-	return kvp_tier_of(prio, op_is_write(opf), op_is_sync(opf));
+	return kvp_tier_of(prio, op_is_write(opf), op_is_sync(opf),
+			   kvb_tun(kd, KVB_HINT_DEMAND));
 }
 
-static enum kvb_tier kvb_rq_tier(struct request *rq)
+static enum kvb_tier kvb_rq_tier(struct kvb_data *kd, struct request *rq)
 {
-	return kvb_tier(req_get_ioprio(rq), rq->cmd_flags);
+	return kvb_tier(kd, req_get_ioprio(rq), rq->cmd_flags);
 }
 
 /*
@@ -950,7 +951,7 @@ static void kvb_insert_request(struct kvb_data *kd, struct request *rq,
 	 * let O_DSYNC writers overtake queued demand.
 	 */
 	first = at_head || (rq->rq_flags & RQF_FLUSH_SEQ);
-	tier = kvb_rq_tier(rq);
+	tier = kvb_rq_tier(kd, rq);
 	if (!first && kvb_insert_direct(kd, rq, tier, state, direct, now))
 		return;
 
@@ -1307,7 +1308,7 @@ static void kvb_requests_merged(struct request_queue *q, struct request *req,
 	 * new request into one queued request, then that one into the
 	 * request before it) it may be merged into another deferred write.
 	 */
-	tier = queued && b ? b->tier : kvb_rq_tier(next);
+	tier = queued && b ? b->tier : kvb_rq_tier(kd, next);
 
 	/*
 	 * The merged request takes the older arrival and position, so
@@ -1346,9 +1347,11 @@ static void kvb_requests_merged(struct request_queue *q, struct request *req,
 static bool kvb_allow_merge(struct request_queue *q, struct request *rq,
 			    struct bio *bio)
 {
+	struct kvb_data *kd = q->elevator->elevator_data;
+
 	if (!(kvb_rq_state(rq) & KVB_RQ_DEFERRED))
 		return true;
-	return kvb_tier(bio->bi_ioprio, bio->bi_opf) == KVB_TIER_WRITE;
+	return kvb_tier(kd, bio->bi_ioprio, bio->bi_opf) == KVB_TIER_WRITE;
 }
 
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,

@@ -9,7 +9,8 @@
 # memory must not grow (its batch descriptors are preallocated; extra keys
 # share their tier's overflow batch), the table must stay within
 # max_batches, and a well-behaved recall stream on the same disk must keep
-# completing its batches.
+# completing its batches. The adversary's hinted BE batches are the normal
+# tier's, which may hold all of the table but demand's reserve.
 source "$(dirname "$0")/lib.sh"
 
 RUNTIME=${RUNTIME:-8}
@@ -88,10 +89,11 @@ wait $adv; adv_rc=$?
 wait $victim; victim_rc=$?
 for i in $(seq $NCG); do rmdir $cg/kvb-adv$i 2>/dev/null; done
 
-opened=$(kvb_stat nullb0 demand_batches_opened)
-overflow=$(kvb_stat nullb0 demand_overflow_rqs)
+opened=$(kvb_stat nullb0 normal_batches_opened)
+overflow=$(kvb_stat nullb0 normal_overflow_rqs)
+d_overflow=$(kvb_stat nullb0 demand_overflow_rqs)
 live_max=$(kvb_stat nullb0 batches_live_max)
-log "kvbatch: $opened demand batches opened, $overflow requests in the overflow batch, batches_live_max $live_max (max_batches $max)"
+log "kvbatch: $opened normal batches opened, $overflow requests in the normal overflow batch, $d_overflow in demand's, batches_live_max $live_max (max_batches $max)"
 for s in mq-deadline kvbatch; do
 	log "victim under $s: $(jq -r '"\(.batch_ms.all.n) batches, mean \(.batch_ms.all.mean) ms, p99 \(.batch_ms.all.p99) ms, \(.errors) errors"' "$KVB_SCRATCH/victim-$s.json" 2>/dev/null)"
 done

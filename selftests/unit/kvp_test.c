@@ -99,6 +99,19 @@ static struct kvs_config base_config(enum kvs_sched sched)
 	return cfg;
 }
 
+/*
+ * The three classic situations (tail, prefetch, writes) tag a recall BE
+ * with a hint, as an unprivileged engine would: demand only on a host
+ * whose administrator made it so (hint_demand).
+ */
+static struct kvs_config seed_config(void)
+{
+	struct kvs_config cfg = base_config(KVS_FIFO);
+
+	cfg.params.hint_demand = true;
+	return cfg;
+}
+
 /* ---- invariant checker ------------------------------------------------ */
 
 struct inv_ctx {
@@ -589,7 +602,7 @@ static bool test_seed_tail(void)
 	static const u64 keys[] = { A, B, FOREIGN };
 	static const char *const labels[] = { "A(3,RT)", "B(2,hint)",
 					      "foreign" };
-	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_config cfg = seed_config();
 	struct run3 r;
 	u32 n = ARRAY_SIZE(t);
 
@@ -625,7 +638,7 @@ static bool test_seed_prefetch(void)
 	struct kvs_req t[12];
 	static const u64 keys[] = { D, PF };
 	static const char *const labels[] = { "demand", "prefetch" };
-	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_config cfg = seed_config();
 	struct run3 r;
 	u32 n = 0, i, k, last_demand = 0;
 
@@ -716,7 +729,7 @@ static bool test_seed_gc(void)
 {
 	static const u64 keys[] = { 1, 900 };
 	static const char *const labels[] = { "demand", "writes" };
-	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_config cfg = seed_config();
 	struct kvs_req t[16];
 	struct wctx c = { 0 };
 	struct run3 r;
@@ -758,7 +771,7 @@ static bool test_seed_gc(void)
 /* write_defer_max = 2 < three deferred writes: released while demand runs. */
 static bool test_seed_gc_defer_max(void)
 {
-	struct kvs_config cfg = base_config(KVS_FIFO);
+	struct kvs_config cfg = seed_config();
 	struct kvs_req t[16];
 	struct wctx c = { 0 };
 	struct run3 r;
@@ -872,6 +885,8 @@ static bool test_starvation(void)
 		for (i = 0; i < 3; i++)
 			t[n++] = rd(ts, key, key & 1 ? IOP_RT : IOP_BE_HINT,
 				    rnd_in(0, 2), 50 * US);
+	/* Both kinds of recall tag are demand here. */
+	cfg.params.hint_demand = true;
 	for (ts = 100 * US; ts < 50 * MS; ts += 1 * MS) {
 		t[n++] = rd(ts, 100000 + ts / MS, IOP_BE, rnd_in(0, 2),
 			    50 * US);
@@ -1042,11 +1057,11 @@ static bool test_overflow(void)
 	/* Five recall batches of two reads at once; a pool of two. */
 	for (i = 0; i < 2; i++)
 		for (key = 1; key <= 5; key++)
-			t[n++] = rd(0, key, IOP_BE_HINT, (key + i) % 2,
+			t[n++] = rd(0, key, IOP_RT, (key + i) % 2,
 				    100 * US);
 	/* Later, once everything is done, two more batches. */
 	for (key = 6; key <= 7; key++)
-		t[n++] = rd(10 * MS, key, IOP_BE_HINT, key % 2, 100 * US);
+		t[n++] = rd(10 * MS, key, IOP_RT, key % 2, 100 * US);
 	cfg.dies = 2;
 	cfg.qdepth = 1;
 	cfg.nr_batches = 2;
@@ -1815,34 +1830,184 @@ static bool test_tiers(void)
 		bool write, sync;
 		enum kvb_tier tier;
 		const char *what;
+		/* Demand with hint_demand set (else the same tier). */
+		bool opt_in;
 	} m[] = {
-		{ IOP_RT, false, true, KVB_TIER_DEMAND, "RT read" },
-		{ IOP_BE_HINT, false, true, KVB_TIER_DEMAND, "BE+hint read" },
-		{ KV_IOPRIO(0, 3, 0), false, true, KVB_TIER_DEMAND,
-		  "NONE+hint read" },
-		{ IOP_BE, false, true, KVB_TIER_NORMAL, "BE read" },
+		{ IOP_RT, false, true, KVB_TIER_DEMAND, "RT read", false },
+		/* A hint takes no privilege: it outranks no one by default. */
+		{ IOP_BE_HINT, false, true, KVB_TIER_NORMAL, "BE+hint read",
+		  true },
+		{ KV_IOPRIO(0, 3, 0), false, true, KVB_TIER_NORMAL,
+		  "NONE+hint read", true },
+		{ KV_IOPRIO(KV_IOPRIO_CLASS_BE, 1, 0), false, true,
+		  KVB_TIER_NORMAL, "BE+CDL hint read", true },
+		{ KV_IOPRIO(KV_IOPRIO_CLASS_BE, 5, 0), true, true,
+		  KVB_TIER_NORMAL, "BE+hint sync write", true },
+		{ KV_IOPRIO(KV_IOPRIO_CLASS_BE, 5, 0), true, false,
+		  KVB_TIER_WRITE, "BE+hint async write", false },
+		{ KV_IOPRIO(KV_IOPRIO_CLASS_RT, 9, 2), false, true,
+		  KVB_TIER_DEMAND, "RT+hint read", false },
+		{ IOP_BE, false, true, KVB_TIER_NORMAL, "BE read", false },
 		{ KV_IOPRIO(0, 0, 0), false, true, KVB_TIER_NORMAL,
-		  "NONE read" },
-		{ IOP_IDLE, false, true, KVB_TIER_PREFETCH, "IDLE read" },
+		  "NONE read", false },
+		{ IOP_IDLE, false, true, KVB_TIER_PREFETCH, "IDLE read", false },
 		/* kv-defs.h: IDLE -> PREFETCH; hints lift BE only. */
 		{ KV_IOPRIO(KV_IOPRIO_CLASS_IDLE, 1, 7), false, true,
-		  KVB_TIER_PREFETCH, "IDLE+hint read" },
-		{ IOP_BE, true, false, KVB_TIER_WRITE, "async write" },
-		{ IOP_RT, true, false, KVB_TIER_WRITE, "async RT write" },
-		{ IOP_IDLE, true, true, KVB_TIER_WRITE, "IDLE sync write" },
-		{ IOP_BE, true, true, KVB_TIER_NORMAL, "BE sync write" },
-		{ IOP_RT, true, true, KVB_TIER_DEMAND, "RT sync write" },
+		  KVB_TIER_PREFETCH, "IDLE+hint read", false },
+		{ IOP_BE, true, false, KVB_TIER_WRITE, "async write", false },
+		{ IOP_RT, true, false, KVB_TIER_WRITE, "async RT write", false },
+		{ IOP_IDLE, true, true, KVB_TIER_WRITE, "IDLE sync write", false },
+		{ IOP_BE, true, true, KVB_TIER_NORMAL, "BE sync write", false },
+		{ IOP_RT, true, true, KVB_TIER_DEMAND, "RT sync write", false },
 	};
 	u32 i;
 
 	for (i = 0; i < ARRAY_SIZE(m); i++) {
+		enum kvb_tier want = m[i].opt_in ? KVB_TIER_DEMAND : m[i].tier;
 		enum kvb_tier t = kvp_tier_of(m[i].ioprio, m[i].write,
-					      m[i].sync);
+					      m[i].sync, false);
 
 		EXPECT(t == m[i].tier, "%s (ioprio 0x%04x): %s, expected %s",
 		       m[i].what, m[i].ioprio, kvb_tier_names[t],
 		       kvb_tier_names[m[i].tier]);
+		t = kvp_tier_of(m[i].ioprio, m[i].write, m[i].sync, true);
+		EXPECT(t == want, "hint_demand 1: %s (ioprio 0x%04x): %s, expected %s",
+		       m[i].what, m[i].ioprio, kvb_tier_names[t],
+		       kvb_tier_names[want]);
 	}
+	return true;
+}
+
+/*
+ * Part of the pool is demand's: keys of the other tiers beyond the rest
+ * share their tier's overflow batch, so that a flood of hinted or IDLE
+ * keys (which anyone can tag) leaves privileged recalls their batches.
+ * A reclaim for another tier does not take a draining demand batch.
+ */
+static bool test_pool_reserve(void)
+{
+	struct kvp_params p = default_params();
+	struct kvp_batch *b, *last = NULL;
+	struct kvp_sched *ps;
+	u32 i, other;
+	void *mem;
+
+	mem = calloc(1, kvp_size(16));
+	ps = kvp_init(mem, 16);
+	ps->p = p;
+	other = 16 - KVP_DEMAND_RESERVE(16);
+	EXPECT(KVP_DEMAND_RESERVE(16) > 0, "no reserve in a pool of 16");
+
+	/* Normal and prefetch keys, two for each slot of the pool. */
+	for (i = 0; i < 32; i++) {
+		b = kvp_get_batch(ps, 100 + i, i % 2 ? KVB_TIER_PREFETCH :
+				  KVB_TIER_NORMAL, 1);
+		/* Keep each open: a batch with a request in flight. */
+		if (!b->overflow)
+			kvp_rq_direct(ps, b, 4096, 1);
+	}
+	EXPECT(ps->other_live == other && ps->stats.live == other,
+	       "other tiers hold %u batches, %u live; expected %u",
+	       ps->other_live, ps->stats.live, other);
+	EXPECT(ps->stats.overflow_rqs[KVB_TIER_NORMAL] +
+	       ps->stats.overflow_rqs[KVB_TIER_PREFETCH] == 32 - other,
+	       "overflowed %llu + %llu",
+	       (unsigned long long)ps->stats.overflow_rqs[KVB_TIER_NORMAL],
+	       (unsigned long long)ps->stats.overflow_rqs[KVB_TIER_PREFETCH]);
+
+	/* Demand still gets a batch for each key of the reserve. */
+	for (i = 0; i < KVP_DEMAND_RESERVE(16); i++) {
+		b = kvp_get_batch(ps, 1 + i, KVB_TIER_DEMAND, 2);
+		EXPECT(!b->overflow, "demand key %u overflowed", 1 + i);
+		last = b;
+	}
+	b = kvp_get_batch(ps, 99, KVB_TIER_DEMAND, 2);
+	EXPECT(b->overflow && ps->stats.overflow_rqs[KVB_TIER_DEMAND] == 1,
+	       "demand beyond the whole pool did not overflow");
+
+	/*
+	 * With a window, the last demand batch drains; the pool is full:
+	 * a normal key does not reclaim it, a demand key does.
+	 */
+	ps->p.window_ns = 1000 * MS;
+	kvp_rq_direct(ps, last, 4096, 2);
+	kvp_rq_completed(ps, last, 3, 0);
+	EXPECT(last->state == KVP_BATCH_DRAINING, "demand batch not draining");
+	b = kvp_get_batch(ps, 500, KVB_TIER_NORMAL, 4);
+	EXPECT(b->overflow && last->state == KVP_BATCH_DRAINING,
+	       "a normal key took a draining demand batch");
+	b = kvp_get_batch(ps, 98, KVB_TIER_DEMAND, 4);
+	EXPECT(!b->overflow && b == last && b->key == 98,
+	       "a demand key did not reclaim the draining demand batch");
+	free(mem);
+	return true;
+}
+
+/*
+ * The normal tier is served oldest request first: many small batches
+ * (hinted, anyone's) gain nothing over one deep batch whose request came
+ * first, where least remaining work would serve all of them before it.
+ * Demand stays least remaining work first.
+ */
+static bool test_normal_order(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq deep[8], small[4], d[3];
+	struct kvp_batch *db, *sb[4], *ra, *rb;
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	u32 i;
+	void *mem;
+
+	mem = calloc(1, kvp_size(64));
+	ps = kvp_init(mem, 64);
+	ps->p = p;
+
+	/* A tenant's deep queue (one key), then four one-request batches. */
+	db = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, 10 * US);
+	for (i = 0; i < 8; i++) {
+		deep[i].arrival = (10 + i) * US;
+		mini_queue(ps, db, &deep[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		sb[i] = kvp_get_batch(ps, 100 + i, KVB_TIER_NORMAL,
+				      (20 + i) * US);
+		small[i].arrival = (20 + i) * US;
+		mini_queue(ps, sb[i], &small[i]);
+	}
+	/* Dispatch in order: the deep batch's eight, then the small ones. */
+	for (i = 0; i < 12; i++) {
+		struct kvp_batch *want = i < 8 ? db : sb[i - 8];
+		struct mini_rq *rq;
+
+		pick = kvp_choose(ps, 30 * US);
+		EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == want &&
+		       pick.why == KVB_WHY_NORMAL,
+		       "dispatch %u: %s batch %llu, expected %llu", i,
+		       pick.kind ? kvb_reason_names[pick.why] : "no",
+		       pick.batch ? (unsigned long long)pick.batch->key : 0ULL,
+		       (unsigned long long)want->key);
+		if (pick.kind != KVP_PICK_BATCH)
+			break;
+		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
+		list_del_init(&rq->node);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
+				  30 * US);
+	}
+
+	/* Demand: the batch with less remaining work first, though younger. */
+	ra = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, 40 * US);
+	d[0].arrival = 40 * US;
+	d[1].arrival = 41 * US;
+	mini_queue(ps, ra, &d[0]);
+	mini_queue(ps, ra, &d[1]);
+	rb = kvp_get_batch(ps, 8, KVB_TIER_DEMAND, 42 * US);
+	d[2].arrival = 42 * US;
+	mini_queue(ps, rb, &d[2]);
+	pick = kvp_choose(ps, 50 * US);
+	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == rb &&
+	       pick.why == KVB_WHY_TAIL, "demand: the smaller batch not first");
+	free(mem);
 	return true;
 }
 
@@ -2034,6 +2199,8 @@ TAP_MAIN(
 	{ test_limit_demand,
 	  "automatic max_inflight in force only while demand is about" },
 	{ test_tiers, "tier of each ioprio class and direction" },
+	{ test_pool_reserve, "part of the pool is demand's" },
+	{ test_normal_order, "normal tier oldest first, demand least work" },
 	{ test_share, "normal and prefetch shares under a demand backlog" },
 	{ test_defer_max_and_hold,
 	  "write_defer_max with demand queued; held agrees with choose" },

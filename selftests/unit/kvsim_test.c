@@ -519,8 +519,8 @@ out:
  * The oracle's pick rule on one die (queue depth 1), 100us each. Recall
  * "first" (one read) is in service from 0. Waiting when it ends: recall
  * "big" (three demand reads, 10us), a prefetch read (20us), a deferrable
- * write (30us), recall "small" (one read, BE with a hint: demand to
- * kvbatch too, 40us) and a foreign read (50us). Demand first, the batch
+ * write (30us), recall "small" (one read, BE with a hint: demand with
+ * hint_demand set, as here, 40us) and a foreign read (50us). Demand first, the batch
  * with the fewest unfinished requests first: small ends at 200us.
  * Meanwhile two recalls of one read come, late2 at 105us and late1 at
  * 110us (in the other order in the trace): smaller than big, they go
@@ -533,6 +533,7 @@ static bool test_oracle_rule(void)
 	static const char text[] =
 		"dies 1\n"
 		"queue-depth 1\n"
+		"set hint_demand=1\n"
 		"0 first demand R 100us die=0\n"
 		"10us big demand R 100us die=0\n"
 		"10us big demand R 100us die=0\n"

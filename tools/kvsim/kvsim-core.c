@@ -470,7 +470,8 @@ static int kvs_setup(struct kvs_sim *s, const struct kvs_config *cfg,
 		rq->sdie = rq->die >= 0 ? rq->die % (int)cfg->dies :
 			   (int)((rq->sector / (cfg->chunk ? cfg->chunk : 1)) %
 				 cfg->dies);
-		rq->tier = kvp_tier_of(rq->ioprio, rq->write, rq->sync);
+		rq->tier = kvp_tier_of(rq->ioprio, rq->write, rq->sync,
+				       cfg->params.hint_demand);
 		rq->dispatch = rq->start = rq->complete = KVS_NO_TIME;
 		rq->nr_dispatch = rq->nr_complete = rq->nr_requeue = 0;
 		rq->merged = false;

@@ -168,7 +168,8 @@ int kvsim_run_all(struct kvsim_result *r, const struct kvsim_trace *t,
 		struct kvsim_binfo *bi = &r->binfo[q->key];
 
 		if (!bi->nr)
-			bi->tier = kvp_tier_of(q->ioprio, q->write, q->sync);
+			bi->tier = kvp_tier_of(q->ioprio, q->write, q->sync,
+					       cfg->params.hint_demand);
 		if (q->arrival < bi->first)
 			bi->first = q->arrival;
 		bi->work += q->service;

@@ -43,6 +43,7 @@ static const char kvsim_builtin_tail[] =
 "note recall, B, first.\n"
 "dies 3\n"
 "queue-depth 3\n"
+"set hint_demand=1\n"
 "# time  batch    tier    op  service  target\n"
 "0us     foreign  normal  R   100us    die=0\n"
 "0us     foreign  normal  R   100us    die=1\n"
@@ -65,6 +66,7 @@ static const char kvsim_builtin_prefetch[] =
 "note tiers serves the recall first and the prefetch after it.\n"
 "dies 3\n"
 "queue-depth 3\n"
+"set hint_demand=1\n"
 "# time  batch     tier      op  service  target\n"
 "0us     prefetch  prefetch  R   100us    die=0\n"
 "0us     prefetch  prefetch  R   100us    die=1\n"
@@ -88,6 +90,7 @@ static const char kvsim_builtin_writes[] =
 "dies 3\n"
 "queue-depth 4\n"
 "chunk 1024\n"
+"set hint_demand=1\n"
 "# time  batch   tier   op  service  target\n"
 "0us     gc      write  W   300us    sector=64\n"
 "0us     gc      write  W   300us    sector=1088\n"
@@ -807,6 +810,9 @@ int kvsim_random(struct kvsim_trace *t, u32 n, u64 seed, u32 dies)
 		 "(pf) and deferrable writes (wb), arriving a little faster "
 		 "than the dies serve them.");
 	t->dies = dies;
+	/* Both recall tags are demand, as on a dedicated host. */
+	t->tun[KVB_HINT_DEMAND] = 1;
+	t->tun_set[KVB_HINT_DEMAND] = true;
 	t->chunk = 64;
 
 	for (i = 0; i < n; ) {
