@@ -155,7 +155,7 @@ struct samples {
 };
 
 static struct opts o = {
-	.seconds = 10, .rate = 20, .bs = 65536, .tag = TAG_BE_HINT,
+	.seconds = 10, .rate = 20, .bs = 65536, .tag = TAG_RT,
 	.solo_runs = 5, .seed = 1,
 	.sizes = { 4, 8, 16, 32 }, .nr_sizes = 4,
 	.model = "llama-3.1-8b", .block_tokens = 512, .mem_blocks = 64,
@@ -225,7 +225,7 @@ static const char kvbench_usage[] =
 static const char kvbench_help[] =
 "usage: kvbench -d DEV [-t SECONDS] [-r BATCHES_PER_S] [-s SIZE,SIZE,...]\n"
 "               [--kv TOKENS,...:BYTES_PER_TOKEN] [--streams N] [--think MS]\n"
-"               [-b BLOCK_SIZE] [--tag be-hint|rt|be|none]\n"
+"               [-b BLOCK_SIZE] [--tag rt|be-hint|be|none]\n"
 "               [--foreign QD] [--prefetch QD] [--write QD]\n"
 "               [--write-mode direct|buffered] [--solo-runs N] [--seed N] [--json]\n"
 "       kvbench -d DEV --trace FILE.jsonl [--model NAME | --bytes-per-token N]\n"
@@ -482,8 +482,12 @@ static void prep(struct bench *b, enum role role, struct batch *batch,
 
 static uint16_t demand_prio(struct bench *b)
 {
-	/* A distinct hint per batch, so each is its own batch stream. */
-	unsigned int hint = 1 + (b->next_hint++ % KV_IOPRIO_HINT_MAX);
+	/*
+	 * A distinct hint per batch, so each is its own batch stream; above
+	 * the hints SCSI and ATA read as command duration limits.
+	 */
+	unsigned int hint = KV_IOPRIO_HINT_CDL_MAX + 1 +
+		b->next_hint++ % (KV_IOPRIO_HINT_MAX - KV_IOPRIO_HINT_CDL_MAX);
 
 	switch (o.tag) {
 	case TAG_RT:
@@ -1392,7 +1396,7 @@ int main(int argc, char **argv)
 			break;
 		case 'T':
 			o.tag = parse_name(optarg, tag_names, NR_TAG_MODES,
-					   "--tag must be be-hint, rt, be or none");
+					   "--tag must be rt, be-hint, be or none");
 			break;
 		case 'F': o.qd[R_FOREIGN] = parse_num(optarg, "foreign depth", 0, 512); break;
 		case 'P': o.qd[R_PREFETCH] = parse_num(optarg, "prefetch depth", 0, 512); break;
