@@ -37,10 +37,12 @@ sched_set() {
 		echo 256 > /sys/block/nullb0/queue/nr_requests
 }
 
-# flood SECONDS: nobody's BE+hint batches of 4 reads, 200 a second.
+# flood SECONDS: nobody's BE+hint batches of 4 reads, 16 kept
+# outstanding (closed loop, no think time): 64 reads against 4 tags, a
+# backlog at any guest speed.
 flood() {
-	unpriv "$kvbench" -d $dev -t "$1" -r 200 -s 4 -b 4096 --tag be-hint \
-		--solo-runs 1 --seed 5 --json
+	unpriv "$kvbench" -d $dev -t "$1" -r 0 --streams 16 --think 0 -s 4 \
+		-b 4096 --tag be-hint --solo-runs 1 --seed 5 --json
 }
 
 # run SCHED ROUND: root's recalls (RT, 20 batches a second of 4 or 8
