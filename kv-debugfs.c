@@ -251,6 +251,7 @@ static int kvb_depth(struct kvb_data *kd, struct seq_file *m)
 	seq_printf(m, "auto_service_cv2_pct %u\n",
 		   (u32)div_u64((u64)d->cv2 * 100, 1U << 16));
 	seq_printf(m, "auto_dies %u\n", kvp_depth_dies(d));
+	seq_printf(m, "auto_held %d\n", d->held);
 	seq_printf(m, "auto_windows %llu\n", d->windows);
 	seq_printf(m, "auto_probes %llu\n", d->probes);
 	seq_printf(m, "auto_changes %llu\n", d->changes);

@@ -60,9 +60,13 @@
  * grow with depth at all (one busy unit, or capped by rate, as a
  * throttled virtual disk), where latency grows with depth as it would
  * with dies far from saturation. The probe tells: if its depth already
- * gave KVP_DEPTH_U_STAR of the rate seen deeper, the limit is the probe's
- * depth until the next probe, after which the rate is measured deeper
- * again.
+ * gave KVP_DEPTH_U_STAR of the mean rate seen deeper, the limit is held
+ * at the probe's depth. After each later probe the rate is measured
+ * deeper again, but a window at a time at twice the depth before, up to
+ * the formula's limit, and back to the hold at the first window whose
+ * rate the probe's depth already gave: a jump straight to the formula's
+ * limit would fill the device's queue for a window after every probe,
+ * and one window's noisy rate would often keep it there.
  *
  * A window counts only requests dispatched after the last real change of
  * the limit: those admitted under the old one say nothing about the new.
@@ -205,9 +209,32 @@ static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 	memset(d->rates, 0, sizeof(d->rates));
 	/*
 	 * Held at the probe's depth (kvp_depth_window()): measure the loaded
-	 * rate again, at the formula's limit.
+	 * rate again, one step deeper.
 	 */
-	kvp_depth_set(d, d->saved > KVP_DEPTH_PROBE ? d->saved : d->pk, now);
+	if (d->held)
+		kvp_depth_set(d, min(2 * KVP_DEPTH_PROBE, d->max), now);
+	else
+		kvp_depth_set(d, d->saved > KVP_DEPTH_PROBE ? d->saved : d->pk,
+			      now);
+}
+
+/*
+ * Held at the probe's depth and measuring deeper: stay there while this
+ * window's @rate is no more than the probe's gave, else double the depth,
+ * up to the formula's limit, where the hold ends. One window decides each
+ * step, so the rare noisy one costs a step, not a window at the formula's
+ * depth.
+ */
+static u32 kvp_depth_step(struct kvp_depth *d, u64 rate)
+{
+	if (d->limit <= KVP_DEPTH_PROBE)
+		return d->limit;
+	if (d->probe_rate * Q16 >= KVP_DEPTH_U_STAR * rate)
+		return min(KVP_DEPTH_PROBE, d->max);
+	if (2 * d->limit < d->pk)
+		return 2 * d->limit;
+	d->held = false;
+	return d->pk;
 }
 
 /*
@@ -241,10 +268,10 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	u64 k = (Q16 + d->cv2) / 2;
 	u64 mean = div64_u64(d->lat_ns, d->n);
 	u64 rate = div64_u64((u64)d->n * NSEC_PER_SEC, d->busy_ns);
-	u64 r, u, dies = 0, c, a, disc, uc, ut, limit, rate_max = 0;
-	u32 i, ceiling = 0;
+	u64 r, u, dies = 0, c, a, disc, uc, ut, limit, rate_sum = 0;
+	u32 i, ceiling = 0, nr_rates = 0;
 
-	if (d->limit > 2 * KVP_DEPTH_PROBE) {
+	if (d->limit > KVP_DEPTH_PROBE) {
 		d->rates[d->rslot] = rate;
 		d->rslot = (d->rslot + 1) % KVP_DEPTH_SPAN;
 	}
@@ -272,9 +299,12 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	for (i = 0; i < KVP_DEPTH_SPAN; i++) {
 		dies = max_t(u64, dies, d->dies[i]);
 		ceiling = max(ceiling, d->outs[i]);
-		rate_max = max(rate_max, d->rates[i]);
+		if (d->rates[i]) {
+			rate_sum += d->rates[i];
+			nr_rates++;
+		}
 	}
-	if (!dies)
+	if (!dies && !d->held)
 		return false;	/* no queue seen: keep the limit */
 	ceiling = min(ceiling, d->max);
 
@@ -283,27 +313,39 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	 * c = C / D; its root in [0, 1) as 2c / (1 + c + sqrt(disc)), which
 	 * holds for k < 1 too. Past c = 4096 it is 1 to within Q16.
 	 */
-	c = min(div64_u64((u64)ceiling << 24, dies), 4096 * Q16);
-	a = Q16 + c;
-	disc = a * a + 4 * (k * c) - 4 * (c << 16);
-	uc = min(div64_u64((2 * c) << 16, a + int_sqrt64(disc)), Q16 - 1);
-	if (kvp_depth_r(k, uc) < KVP_DEPTH_R_CEIL) {
-		limit = d->max;
-	} else {
-		ut = (KVP_DEPTH_U_STAR * uc) >> 16;
-		limit = ((dies * ut >> 16) * kvp_depth_r(k, ut) >> 24) + 1;
-		limit = clamp_t(u64, limit, 1, d->max);
+	limit = d->limit;
+	if (dies) {
+		c = min(div64_u64((u64)ceiling << 24, dies), 4096 * Q16);
+		a = Q16 + c;
+		disc = a * a + 4 * (k * c) - 4 * (c << 16);
+		uc = min(div64_u64((2 * c) << 16, a + int_sqrt64(disc)),
+			 Q16 - 1);
+		if (kvp_depth_r(k, uc) < KVP_DEPTH_R_CEIL) {
+			limit = d->max;
+		} else {
+			ut = (KVP_DEPTH_U_STAR * uc) >> 16;
+			limit = ((dies * ut >> 16) * kvp_depth_r(k, ut) >> 24) +
+				1;
+			limit = clamp_t(u64, limit, 1, d->max);
+		}
+		d->pk = limit;
 	}
-	d->pk = limit;
 	/*
 	 * The probe's depth already gave U_STAR of the rate seen deeper
 	 * since: more depth buys no throughput there (one busy unit, a
 	 * device capped by rate), whatever the formula says. Hold it at the
-	 * probe's depth until the next probe, which measures deeper again.
+	 * probe's depth; each probe measures deeper again, in steps. The
+	 * mean over the windows, not their most: the most of several noisy
+	 * rates sits above the rate they share.
 	 */
-	if (d->probe_rate && rate_max &&
-	    d->probe_rate * Q16 >= KVP_DEPTH_U_STAR * rate_max)
+	if (d->held) {
+		limit = kvp_depth_step(d, rate);
+	} else if (d->probe_rate && nr_rates &&
+		   d->probe_rate * Q16 * nr_rates >=
+		   KVP_DEPTH_U_STAR * rate_sum) {
 		limit = min(KVP_DEPTH_PROBE, d->max);
+		d->held = true;
+	}
 	if (limit == d->limit)
 		return false;
 	/* Small moves keep the window: its requests fit either limit. */

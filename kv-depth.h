@@ -56,6 +56,8 @@ struct kvp_depth {
 	u64	rates[KVP_DEPTH_SPAN];
 	u32	rslot;
 	u32	pk;
+	/* Held at the probe's depth, or stepping out of it a window a time. */
+	bool	held;
 	/* The dies over the span after the last probe, and now. */
 	u64	ref_dies, sum_dies;
 	u32	nr_sum;
