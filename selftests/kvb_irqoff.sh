@@ -35,7 +35,7 @@ echo 1024 > /sys/block/nullb0/queue/nr_requests
 
 # drain_max: the most records one kvb_drain() applied, under the load.
 drain_max() {
-	local out=$KVB_SCRATCH/drain.out pid i n
+	local out=$KVB_SCRATCH/drain.out pid n
 
 	bpftrace -e '
 	kprobe:kvb_drain { @in[tid] = 1; @n[tid] = 0; }
@@ -47,11 +47,7 @@ drain_max() {
 	interval:s:1 { print(@max); }
 	END { clear(@in); clear(@n); }' > "$out" 2>&1 &
 	pid=$!
-	for i in $(seq 240); do
-		kvb_has_line "$out" Attach && break
-		kill -0 "$pid" 2>/dev/null || break
-		kvb_sleep 0.5
-	done
+	kvb_bpftrace_wait "$out" "$pid"
 	(cd "$KVB_SCRATCH" && fio --name=batch --filename=/dev/nullb0 \
 		--direct=1 --ioengine=libaio --rw=randread --bs=4k \
 		--iodepth=64 --iodepth_batch_submit=64 \

@@ -151,17 +151,13 @@ ktap_check "an unknown scheduler name is refused and changes nothing" unknown_re
 # then its submit_queues changes.
 noio_init() {
 	local out=$KVB_SCRATCH/noio.out c=/sys/kernel/config/nullb/kvbnoio
-	local pid i io rc=0
+	local pid io rc=0
 
 	bpftrace -e 'kprobe:kvp_init {
 		if (curtask->flags & 0x80000) { @noio = count(); }
 		else { @io = count(); } }' > "$out" 2>&1 &
 	pid=$!
-	for i in $(seq 240); do
-		kvb_has_line "$out" Attach && break
-		kill -0 "$pid" 2>/dev/null || break
-		kvb_sleep 0.5
-	done
+	kvb_bpftrace_wait "$out" "$pid"
 	if kvb_cfs_nullb kvbnoio size=64 submit_queues=2; then
 		echo 1 > "$c/submit_queues" || { log "submit_queues 1 refused"; rc=1; }
 		[ "$(kvb_sched_of kvbnoio)" = kvbatch ] ||

@@ -86,6 +86,21 @@ kvb_has_line() {
 	return 1
 }
 
+# kvb_bpftrace_wait OUT PID: wait, up to two minutes, until the bpftrace
+# writing OUT (process PID) has attached its probes: it says "Attaching N
+# probes" (0.17) or "Attached N probes" (0.23) once the program compiled.
+# Fails if it exits first or never says so.
+kvb_bpftrace_wait() {
+	local i
+
+	for i in $(seq 240); do
+		kvb_has_line "$1" Attach && return 0
+		kill -0 "$2" 2>/dev/null || return 1
+		kvb_sleep 0.5
+	done
+	return 1
+}
+
 # kvb_defer COMMAND: run COMMAND (one string, evaluated then) at the
 # test's end, before the generic teardown; last registered runs first.
 kvb_defer() {
