@@ -256,7 +256,8 @@ kvsim:
 # kvbench --trace reads JSONL with json-c (libjson-c-dev, scripts/deps.txt).
 KVBENCH_SRCS	:= $(addprefix $(TOP)/tools/kvbench/,kvbench.c kvtier.c kvtrace.c)
 KVBENCH_HDRS	:= $(addprefix $(TOP)/tools/kvbench/,kvtier.h kvtrace.h) \
-		   $(TOP)/kv-ioprio.h $(TOP)/kv-user.h $(TOP)/tools/include/kv-rand.h
+		   $(TOP)/kv-ioprio.h $(TOP)/kv-user.h $(TOP)/tools/include/kv-rand.h \
+		   $(TOP)/tools/include/kvbatch/kvbatch.h
 JSONC_CFLAGS	:= $(shell pkg-config --cflags json-c 2>/dev/null)
 JSONC_LIBS	:= $(or $(shell pkg-config --libs json-c 2>/dev/null),-ljson-c)
 

@@ -48,6 +48,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <kvbatch/kvbatch.h>
+
 #include "kv-ioprio.h"
 #include "kv-rand.h"
 #include "kv-user.h"
@@ -482,22 +484,18 @@ static void prep(struct bench *b, enum role role, struct batch *batch,
 
 static uint16_t demand_prio(struct bench *b)
 {
-	/*
-	 * A distinct hint per batch, so each is its own batch stream; above
-	 * the hints SCSI and ATA read as command duration limits.
-	 */
-	unsigned int hint = KV_IOPRIO_HINT_CDL_MAX + 1 +
-		b->next_hint++ % (KV_IOPRIO_HINT_MAX - KV_IOPRIO_HINT_CDL_MAX);
+	/* A distinct batch id per batch, so each is its own batch stream. */
+	unsigned int id = kvbatch_next_id(&b->next_hint);
 
 	switch (o.tag) {
 	case TAG_RT:
-		return KV_IOPRIO(KV_IOPRIO_CLASS_RT, hint, 0);
+		return kvbatch_tag(KVBATCH_DEMAND, id);
 	case TAG_BE:
 		return KV_IOPRIO(KV_IOPRIO_CLASS_BE, 0, 0);
 	case TAG_NONE:
 		return 0;
 	default:
-		return KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0);
+		return kvbatch_tag(KVBATCH_GROUP, id);
 	}
 }
 
