@@ -266,7 +266,8 @@ $(BUILD)/tools/kvbench: $(KVBENCH_SRCS) $(KVBENCH_HDRS)
 	$(CC) $(USER_CFLAGS) $(TOOLS_CPPFLAGS) $(JSONC_CFLAGS) -o $@ $(KVBENCH_SRCS) -luring \
 		$(JSONC_LIBS) -lm
 
-$(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c $(TOP)/kv-ioprio.h
+$(BUILD)/tools/recall: $(TOP)/tools/examples/recall.c $(TOP)/kv-ioprio.h \
+		$(TOP)/tools/include/kvbatch/kvbatch.h
 	@mkdir -p $(dir $@)
 	$(CC) $(USER_CFLAGS) $(TOOLS_CPPFLAGS) -o $@ $< -luring
 

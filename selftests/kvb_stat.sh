@@ -110,8 +110,8 @@ out=$KVB_SCRATCH/recall.out
 "$py" "$stat" -d nullb0 1 600 > "$out" 2> "$out.err" &
 pid=$!
 reports "$out" 1 $pid
-for h in 1 2 3 4 5; do
-	"$recall" /dev/nullb0 $h 16 > /dev/null
+for h in 8 9 10 11 12; do
+	"$recall" -t demand /dev/nullb0 $h 16 > /dev/null
 done
 two_more "$out" $pid
 sed 's/^/recall: /' "$out" "$out.err" | ktap_diag

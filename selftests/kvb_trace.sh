@@ -59,7 +59,7 @@ reset_rejects() {
 ktap_check "reset_stats refuses anything but 1" reset_rejects
 
 # Each tracepoint, with its fields, for a known workload: one recall batch
-# of 16 reads of 64 KiB tagged BE + hint 7, then 8 IDLE 4 KiB writes.
+# of 16 reads of 64 KiB tagged demand (RT) batch 8, then 8 IDLE 4 KiB writes.
 tr=/sys/kernel/tracing
 recall=$KVB_ROOT/build/tools/recall
 # Enabling events with record-cmd on also enables sched_wakeup's static
@@ -71,7 +71,7 @@ echo 0 > $tr/tracing_on
 echo > $tr/trace
 echo 1 > $tr/events/kvbatch/enable
 echo 1 > $tr/tracing_on
-"$recall" /dev/nullb0 7 16 > /dev/null
+"$recall" -t demand /dev/nullb0 8 16 > /dev/null
 ionice -c 3 dd if=/dev/zero of=/dev/nullb0 bs=4k count=8 seek=4096 \
 	oflag=direct status=none
 echo 0 > $tr/tracing_on
@@ -79,7 +79,7 @@ cp $tr/trace "$KVB_SCRATCH/trace"
 echo 0 > $tr/events/kvbatch/enable
 echo "$cmd" > $tr/options/record-cmd
 grep kvbatch_ "$KVB_SCRATCH/trace" | sed 's/^ */# /' | head -12
-tag=4038	# (BE << 13) | (7 << 3): the low 16 bits of the default key
+tag=2040	# (RT << 13) | (8 << 3): the low 16 bits of the default key
 dev=$(awk -F: '{ print $1 "," $2 }' /sys/block/nullb0/dev)
 ev() {
 	grep -E "kvbatch_$1: $dev $2" "$KVB_SCRATCH/trace"

@@ -211,10 +211,10 @@ ktap_check "kvbench --trace --from: earlier requests only warm the tiers" \
 
 # --- recall, the tagging example: bad arguments before the device --------
 # shellcheck disable=SC2034 # read by cli_refuses()
-recall_bad=("x" "x|1" "x|1|8|4096|y" "x|0|8" "x|1024|8" "x|5x|8" "x| 5|8"
-	    "x|-1|8" "x|1|0" "x|1|257" "x|1|8|5000" "x|1|8|4096junk"
-	    "x|1|8|2097152" "x|1|8|0")
-ktap_check "recall: 14 bad argument lists exit 2 with the usage, before the device" \
+recall_bad=("x" "x|8" "x|8|8|4096|y" "x|0|8" "x|7|8" "x|1024|8" "x|9x|8"
+	    "x| 9|8" "x|-1|8" "x|8|0" "x|8|257" "x|8|8|5000" "x|8|8|4096junk"
+	    "x|8|8|2097152" "x|8|8|0" "-t|bogus|x|8|8" "-t" "x|8|8|-t|group")
+ktap_check "recall: 18 bad argument lists exit 2 with the usage, before the device" \
 	cli_refuses '^usage: recall' recall_bad -- "$top/build/tools/recall"
 
 # --- the selftests' I/O helpers: bad arguments before the device ---------

@@ -2,13 +2,14 @@
 /*
  * recall - the smallest KV-cache recall an engine would issue: one batch of
  * reads submitted together through io_uring, every read carrying the same
- * tag (BE class with an ioprio hint, which needs no privilege), and the
- * time until the last one completes.
+ * tag (kvbatch/kvbatch.h: the tier's I/O priority class, the batch id as
+ * the ioprio hint), and the time until the last one completes.
  *
- *   recall DEV HINT NREADS [BLOCK_SIZE]
+ *   recall [-t demand|group|prefetch] DEV BATCH_ID NREADS [BLOCK_SIZE]
  *   recall --help
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <liburing.h>
 #include <stdio.h>
@@ -17,8 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The tag's layout: class, hint and level bits (kv-ioprio.h at the top). */
-#include "kv-ioprio.h"
+#include <kvbatch/kvbatch.h>
 
 static double now_ms(void)
 {
@@ -28,7 +28,7 @@ static double now_ms(void)
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-#define USAGE "usage: recall DEV HINT(1..1023) NREADS(1..256) [BLOCK_SIZE]\n"
+#define USAGE "usage: recall [-t demand|group|prefetch] DEV BATCH_ID(8..1023) NREADS(1..256) [BLOCK_SIZE]\n"
 
 static void usage(const char *msg, const char *arg)
 {
@@ -53,14 +53,21 @@ static unsigned int parse_arg(const char *s, unsigned long lo,
 	return v;
 }
 
+static const char *const tier_names[] = {
+	[KVBATCH_DEMAND] = "demand",
+	[KVBATCH_GROUP] = "group",
+	[KVBATCH_PREFETCH] = "prefetch",
+};
+
 int main(int argc, char **argv)
 {
+	enum kvbatch_tier tier = KVBATCH_DEMAND;
 	struct io_uring ring;
 	struct io_uring_cqe *cqe;
-	unsigned int n, bs = 65536, hint, i;
+	unsigned int n, bs = 65536, id, i;
 	double start;
 	char *buf;
-	int fd;
+	int fd, tag, a = 1;
 
 	for (i = 1; i < (unsigned int)argc; i++) {
 		if (strcmp(argv[i], "--help") && strcmp(argv[i], "-h"))
@@ -68,26 +75,40 @@ int main(int argc, char **argv)
 		fputs(USAGE "\n"
 		      "Read NREADS blocks of BLOCK_SIZE bytes (4096..1048576, a multiple\n"
 		      "of 4096; default 65536) from DEV in one io_uring submission,\n"
-		      "every read tagged BE with ioprio hint HINT, and print the time\n"
-		      "until the last one completed.\n", stdout);
+		      "every read tagged as batch BATCH_ID of the tier (default demand,\n"
+		      "which needs CAP_SYS_NICE or CAP_SYS_ADMIN; group needs no\n"
+		      "privilege), and print the time until the last one completed.\n",
+		      stdout);
 		return 0;
 	}
+	if (argc > 1 && (!strcmp(argv[1], "-t") || !strcmp(argv[1], "--tier"))) {
+		if (argc < 3)
+			usage("no tier after", argv[1]);
+		for (tier = 0; tier < 3; tier++)
+			if (!strcmp(argv[2], tier_names[tier]))
+				break;
+		if (tier == 3)
+			usage("TIER is demand, group or prefetch", argv[2]);
+		a = 3;
+	}
 	/* No other option: a word that looks like one is a mistake. */
-	for (i = 1; i < (unsigned int)argc; i++)
+	for (i = a; i < (unsigned int)argc; i++)
 		if (argv[i][0] == '-' && argv[i][1] &&
 		    (argv[i][1] < '0' || argv[i][1] > '9'))
 			usage("no such option", argv[i]);
-	if (argc < 4 || argc > 5)
+	if (argc - a < 3 || argc - a > 4)
 		usage(NULL, NULL);
-	hint = parse_arg(argv[2], 1, KV_IOPRIO_HINT_MAX, "HINT is 1..1023");
-	n = parse_arg(argv[3], 1, 256, "NREADS is 1..256");
-	if (argc == 5)
-		bs = parse_arg(argv[4], 4096, 1 << 20,
+	id = parse_arg(argv[a + 1], KVBATCH_ID_MIN, KVBATCH_ID_MAX,
+		       "BATCH_ID is 8..1023");
+	n = parse_arg(argv[a + 2], 1, 256, "NREADS is 1..256");
+	if (argc - a == 4)
+		bs = parse_arg(argv[a + 3], 4096, 1 << 20,
 			       "BLOCK_SIZE is 4096..1048576, a multiple of 4096");
 	if (bs % 4096)
 		usage("BLOCK_SIZE is 4096..1048576, a multiple of 4096",
-		      argv[4]);
-	fd = open(argv[1], O_RDONLY | O_DIRECT);
+		      argv[a + 3]);
+	tag = kvbatch_tag(tier, id);
+	fd = open(argv[a], O_RDONLY | O_DIRECT);
 	if (fd < 0 || io_uring_queue_init(n, &ring, 0) < 0 ||
 	    posix_memalign((void **)&buf, 4096, (size_t)n * bs)) {
 		perror("recall");
@@ -101,19 +122,26 @@ int main(int argc, char **argv)
 
 		io_uring_prep_read(sqe, fd, buf + (size_t)i * bs, bs,
 				   (off_t)i * bs);
-		sqe->ioprio = KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0);
+		KVBATCH_SQE_SET(sqe, tag);
 	}
 	io_uring_submit(&ring);
 
 	for (i = 0; i < n; i++) {
-		if (io_uring_wait_cqe(&ring, &cqe) < 0 || cqe->res != (int)bs) {
-			fprintf(stderr, "recall: read failed\n");
+		if (io_uring_wait_cqe(&ring, &cqe) < 0)
+			return 1;
+		if (cqe->res == -EPERM) {
+			fprintf(stderr, "recall: the %s tier's I/O priority class needs CAP_SYS_NICE or CAP_SYS_ADMIN\n",
+				tier_names[tier]);
+			return 1;
+		}
+		if (cqe->res != (int)bs) {
+			fprintf(stderr, "recall: read failed: %s\n",
+				cqe->res < 0 ? strerror(-cqe->res) : "short");
 			return 1;
 		}
 		io_uring_cqe_seen(&ring, cqe);
 	}
-	printf("recall: %u reads of %u bytes, tag 0x%x, last completed after %.2f ms\n",
-	       n, bs, KV_IOPRIO(KV_IOPRIO_CLASS_BE, hint, 0),
-	       now_ms() - start);
+	printf("recall: %u reads of %u bytes, %s batch %u, tag 0x%x, last completed after %.2f ms\n",
+	       n, bs, tier_names[tier], id, tag, now_ms() - start);
 	return 0;
 }
