@@ -49,6 +49,7 @@ tools=(
 	"kvsim	$top/tools/kvsim/kvsim	--trace|tail|--dies|12x"
 	"kvinsns.py	$top/tools/lib/kvinsns.py	$tmp/insns|12x"
 	"recall	$top/build/tools/recall	/dev/null|12x|8"
+	"recall.py	$top/tools/examples/recall.py	--requests|12x|$tmp ; -r|12x|$tmp"
 	"kvab	$top/tools/kvab	-r|12x"
 )
 
