@@ -190,7 +190,8 @@ uninstall:
 # it ships so that the working tree (and its build cache) is never touched
 # by debhelper.
 DEB_VERSION	:= $(shell sed -n '1s/.*(\(.*\)).*/\1/p' $(TOP)/debian/changelog)
-DEB_FILES	:= $(SOURCES) Makefile dkms.conf debian udev modprobe.d
+DEB_FILES	:= $(SOURCES) Makefile dkms.conf debian udev modprobe.d \
+		   tools/include/kvbatch/kvbatch.h tools/python/kvbatch.py
 DEB_STAGE	:= $(BUILD)/deb/kvbatch-$(DEB_VERSION)
 
 deb:
@@ -201,7 +202,7 @@ deb:
 		{ echo "kvbatch: dkms.conf must leave PACKAGE_VERSION to dh_dkms: PACKAGE_VERSION=\"#MODULE_VERSION#\"" >&2; exit 1; }
 	rm -rf $(BUILD)/deb
 	mkdir -p $(DEB_STAGE)
-	cd $(TOP) && cp -a $(DEB_FILES) $(DEB_STAGE)/
+	cd $(TOP) && cp -a --parents $(DEB_FILES) $(DEB_STAGE)/
 	cd $(DEB_STAGE) && dpkg-buildpackage -us -uc -b > ../dpkg-buildpackage.log 2>&1 || \
 		{ tail -30 ../dpkg-buildpackage.log >&2; exit 1; }
 	@echo "  DEB     $(BUILD)/deb/kvbatch-dkms_$(DEB_VERSION)_all.deb"

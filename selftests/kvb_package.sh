@@ -7,7 +7,9 @@
 # the scheduler loads it through its alias; modinfo describes it; the udev
 # rule selects kvbatch and raises nr_requests on devices tagged KVBATCH=1
 # (and only those) when they appear; the modprobe.d file's option reaches
-# the module; dpkg --purge leaves nothing behind.
+# the module; the engines' header builds a C99 program that tags its
+# thread and the Python module imports from the system path alone;
+# dpkg --purge leaves nothing behind.
 source "$(dirname "$0")/lib.sh"
 
 krel=$(uname -r)
@@ -17,7 +19,7 @@ ver=$(sed -n 's/^#define KVB_VERSION[[:space:]]*"\(.*\)"/\1/p' \
 udevd=/lib/systemd/systemd-udevd
 
 kvb_require_root
-kvb_require_cmd dpkg dkms modinfo modprobe udevadm
+kvb_require_cmd dpkg dkms modinfo modprobe udevadm cc
 [ -x $udevd ] || ktap_exit_skip "no $udevd"
 [ -n "$deb" ] || ktap_exit_skip "no package in build/deb (run make deb)"
 dpkg -s kvbatch-dkms >/dev/null 2>&1 &&
@@ -27,7 +29,7 @@ dpkg -s kvbatch-dkms >/dev/null 2>&1 &&
 [ -b /dev/nvme0n1 ] || ktap_exit_skip "no /dev/nvme0n1"
 
 ktap_print_header
-ktap_set_plan 10
+ktap_set_plan 12
 
 ktap_check "kvbatch unloaded before installing the package" kvb_unload
 # Whatever happens, leave no package, rule or udevd behind.
@@ -114,6 +116,47 @@ modprobe_conf() {
 }
 ktap_check "the modprobe.d example's option reaches the module" modprobe_conf
 
+# The engines' C header, from /usr/include alone: tags built, ids 1..7
+# refused, the calling thread tagged and read back.
+header() {
+	local c=$KVB_SCRATCH/tagc.c out
+
+	cat > "$c" <<'C'
+#include <stdio.h>
+#include <kvbatch/kvbatch.h>
+
+int main(void)
+{
+	unsigned int ids = 0;
+	int id = kvbatch_next_id(&ids), set;
+
+	set = kvbatch_thread_set(kvbatch_tag(KVBATCH_GROUP, 9));
+	printf("%d %x %x %x %d %d %x\n", id, kvbatch_tag(KVBATCH_DEMAND, id),
+	       kvbatch_tag(KVBATCH_GROUP, 1023), kvbatch_tag(KVBATCH_PREFETCH, 0),
+	       kvbatch_tag(KVBATCH_GROUP, 7), set, kvbatch_thread_get());
+	return 0;
+}
+C
+	cc -std=c99 -D_DEFAULT_SOURCE -pedantic -Wall -Wextra -Werror \
+		-o "$KVB_SCRATCH/tagc" "$c" || return 1
+	out=$("$KVB_SCRATCH/tagc")
+	log "tagc: $out"
+	[ "$out" = "8 2040 5ff8 6000 -22 0 4048" ]
+}
+ktap_check "kvbatch/kvbatch.h in /usr/include builds a C99 program that tags" header
+
+# The Python module, from the system's path alone (-I: no current
+# directory, no PYTHONPATH).
+pymod() {
+	local out
+
+	out=$(/usr/bin/python3 -I -c 'import kvbatch
+print(kvbatch.__file__, hex(kvbatch.tag("group", 1023)))') || return 1
+	log "python3: $out"
+	[ "$out" = "/usr/lib/python3/dist-packages/kvbatch.py 0x5ff8" ]
+}
+ktap_check "python3 imports kvbatch from dist-packages" pymod
+
 purge() {
 	rmmod kvbatch || return 1
 	dpkg --purge kvbatch-dkms > "$KVB_SCRATCH/dpkg-purge.log" 2>&1 ||
@@ -129,10 +172,12 @@ leftovers() {
 
 	left=$(find /lib/modules/*/updates /var/lib/dkms \
 		/usr/lib/udev/rules.d /etc/modprobe.d -name '*kvbatch*' 2>/dev/null
+	       find /usr/include /usr/lib/python3/dist-packages -maxdepth 1 \
+		       -name 'kvbatch*' 2>/dev/null
 	       find /usr/src -maxdepth 1 -name "kvbatch-$ver" 2>/dev/null)
 	[ -z "$left" ] || { log "left behind: $left"; return 1; }
 }
-ktap_check "nothing left in /lib/modules, /usr/src, /var/lib/dkms, udev, modprobe.d" \
+ktap_check "nothing left in /lib/modules, /usr/src, /var/lib/dkms, udev, modprobe.d, /usr/include, dist-packages" \
 	leftovers
 ktap_check "modprobe no longer finds kvbatch" \
 	bash -c '! modprobe -n kvbatch 2>/dev/null'
