@@ -29,7 +29,8 @@
 #      tools/kvreport's targets on fixture results
 #      (selftests/kvreport_cli.sh); every tool's --help, -h and bad
 #      arguments against the tools' command-line convention
-#      (selftests/tools_cli.sh); a guest of four vCPUs on QEMU's
+#      (selftests/tools_cli.sh); the engines' tagging header and Python
+#      module (selftests/engine_cli.sh); a guest of four vCPUs on QEMU's
 #      instruction clock (selftests/kvvm_icount.sh); that the
 #      documentation stays reference
 #      (selftests/docs_check.sh); install-deps' and ksrc-prepare's
@@ -339,6 +340,9 @@ host_test kvreport_cli.sh "kvreport: " kvreport-cli.log
 
 # --- every tool's command line: --help, -h, bad arguments (host) ----------
 host_test tools_cli.sh "tools cli: " tools-cli.log
+
+# --- the engines' tagging API: kvbatch.h and kvbatch.py (host) ------------
+host_test engine_cli.sh "engine tagging: " engine-cli.log
 
 # --- kvvm --icount: a guest of four vCPUs on the instruction clock --------
 host_test kvvm_icount.sh "kvvm --icount: " kvvm-icount.log
