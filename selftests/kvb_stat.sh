@@ -40,8 +40,6 @@ ok=0
 # the reports below wait past it, and so does the idle disk's.
 if kvb_set_sched nullb0 kvbatch; then
 	echo 1024 > /sys/block/nullb0/queue/nr_requests
-	# The recall example's BE+hint recalls are demand only so.
-	echo 1 > /sys/block/nullb0/queue/iosched/hint_demand
 	echo 200000 > /sys/block/nullb0/queue/iosched/batch_window_us &&
 		echo 1 > $dbg/reset_stats && ok=1
 fi

@@ -39,9 +39,6 @@ ktap_set_plan 19
 
 dbg=/sys/kernel/debug/block/nullb0/sched
 kvb_set_sched nullb0 kvbatch
-# The recall example tags its reads BE with a hint, which is demand on a
-# host whose administrator opts in.
-echo 1 > /sys/block/nullb0/queue/iosched/hint_demand
 echo 1024 > /sys/block/nullb0/queue/nr_requests
 # Some history first, so that the reset has something to clear.
 "$kvbench" -d /dev/nullb0 -t 1 -r 20 -s 4 --solo-runs 1 > /dev/null

@@ -48,7 +48,7 @@
 #include "kv-ioprio.h"
 
 /* Batch ids: the ioprio hints left once command duration limits (1..7). */
-#define KVBATCH_ID_MIN		8
+#define KVBATCH_ID_MIN		(KV_IOPRIO_HINT_CDL_MAX + 1)
 #define KVBATCH_ID_MAX		KV_IOPRIO_HINT_MAX
 #define KVBATCH_NR_IDS		(KVBATCH_ID_MAX - KVBATCH_ID_MIN + 1)
 
