@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# debug-kernel.sh [-s SERIES] [--print]
+# debug-kernel.sh [-s SERIES] [--kcsan] [--print]
 #
 # Build, once, a debug guest kernel from Debian's linux-source-SERIES
 # (6.1, the default, 6.12 or 7.3): x86_64
@@ -13,6 +13,11 @@
 # tools/kvvm boots it and the Makefile builds kvbatch against it. Rebuilt
 # only when the source package or a config fragment changes. Options that
 # exist in one series only are in scripts/debug-kernel-SERIES.config.
+#
+# --kcsan builds the data-race flavour instead: the same fragments with
+# scripts/debug-kernel-kcsan.config merged last (KCSAN in place of KASAN,
+# which it cannot be combined with). It is a kernel of its own, release
+# suffix -kvbkcsan, with its own build tree and stamp, beside the KASAN one.
 #
 # 7.3 is Debian 13's (trixie-backports): its linux-source-7.3 is in the
 # Debian 13 root of scripts/trixie-root.sh (made if missing), and the
@@ -33,28 +38,33 @@ top=$(cd "$(dirname "$0")/.." && pwd)
 cache=${KVB_DEBUG_CACHE:-/var/cache/kvbatch}
 
 usage() {
-	echo "usage: $0 [-s 6.1|6.12|7.3] [--print]" >&2
+	echo "usage: $0 [-s 6.1|6.12|7.3] [--kcsan] [--print]" >&2
 	exit 2
 }
 series=6.1
 print=0
+flavour=
 while [ $# -gt 0 ]; do
 	case $1 in
 	-s) [ $# -ge 2 ] || usage; series=$2; shift ;;
 	--print) print=1 ;;
+	--kcsan) flavour=kcsan ;;
 	*) usage ;;
 	esac
 	shift
 done
 pkg=linux-source-$series
 frags=("$top/scripts/debug-kernel.config" "$top/scripts/debug-kernel-$series.config")
-stampf=$cache/debug-$series.stamp
+[ -z "$flavour" ] || frags+=("$top/scripts/debug-kernel-$flavour.config")
+# The kernel's name in the cache: the series, and the flavour if any.
+name=$series${flavour:+-$flavour}
+stampf=$cache/debug-$name.stamp
 case $series in
 6.1|6.12)
 	# Built and installed on the host: root is /, paths are host paths.
 	root=
 	src=$cache/$pkg
-	obj=$cache/obj-$series-debug
+	obj=$cache/obj-$name-debug
 	run=()
 	;;
 7.3)
@@ -65,7 +75,7 @@ case $series in
 	fi
 	# Paths inside the root; make runs there.
 	src=/usr/src/kvbatch-debug-$series/src
-	obj=/usr/src/kvbatch-debug-$series/obj
+	obj=/usr/src/kvbatch-debug-$series/obj${flavour:+-$flavour}
 	run=("$top/scripts/in-root.sh" "$root" "$top")
 	;;
 *) echo "kvbatch: no debug kernel for series '$series' (6.1, 6.12 or 7.3)" >&2; usage ;;
@@ -118,10 +128,10 @@ if k=$(installed); then
 	echo "$k"
 	exit 0
 fi
-[ $print = 0 ] || { echo "kvbatch: the debug kernel is not built: make test-debug (or scripts/debug-kernel.sh -s $series)" >&2; exit 1; }
+[ $print = 0 ] || { echo "kvbatch: the debug kernel is not built: make test-debug (or scripts/debug-kernel.sh -s $series${flavour:+ --$flavour})" >&2; exit 1; }
 
 mkdir -p "$cache"
-log=$cache/debug-$series-build.log
+log=$cache/debug-$name-build.log
 echo "  DEBUG   building the $pkg $ver debug kernel in ${root:+$root:}$obj (log: $log)" >&2
 start=$(date +%s)
 if [ ! -f "$root$src/.kvb-src" ] || [ "$(cat "$root$src/.kvb-src")" != "$pkg $ver" ]; then
@@ -138,7 +148,9 @@ fi
 ) > "$log" 2>&1 || { tail -30 "$log" >&2; exit 1; }
 
 # The fragments are only a request: make sure Kconfig granted what the tests
-# rely on (a dependency missing from defconfig would silently drop it).
+# rely on (a dependency missing from defconfig would silently drop it). A
+# later fragment overrides an earlier one, as in merge_config.sh: only the
+# last setting of each option is checked.
 missing=
 while IFS= read -r line; do
 	case $line in
@@ -146,7 +158,9 @@ while IFS= read -r line; do
 			! grep -q "^${line%=n}=" "$root$obj/.config" || missing+=" $line" ;;
 	CONFIG_*=*) grep -qxF "$line" "$root$obj/.config" || missing+=" $line" ;;
 	esac
-done < <(cat "${frags[@]}")
+done < <(cat "${frags[@]}" | awk -F= '/^CONFIG_/ { last[$1] = $0; order[n++] = $1 }
+	END { for (i = 0; i < n; i++) if (!(order[i] in done)) {
+		done[order[i]] = 1; print last[order[i]] } }')
 if [ -n "$missing" ]; then
 	echo "kvbatch: Kconfig did not grant:$missing" >&2
 	exit 1

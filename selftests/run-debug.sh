@@ -13,6 +13,10 @@
 # run. The package test (DKMS would compile kvbatch for every installed
 # kernel inside the emulated debug guest) is left to make test.
 #
+# DEBUG_FLAVOUR=kcsan runs on the data-race flavour instead
+# (scripts/debug-kernel.sh --kcsan: KCSAN in place of KASAN), where a data
+# race with kvbatch's code on one side fails the run like any report.
+#
 # Output is TAP; the last line is "N passed, N failed, N skipped".
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -33,6 +37,11 @@ make --no-print-directory tools selftests-bin > "$logdir/tools.log" 2>&1 ||
 	{ ktap_diag < "$logdir/tools.log"; ktap_test_fail "tools and selftest helpers build"; }
 # The selftests that remove scsi_debug's disk (see below).
 DEBUG_ALONE="kvb_requeue.sh kvb_shared_tags.sh"
+case ${DEBUG_FLAVOUR:-} in
+'') flavour=() ;;
+kcsan) flavour=(--kcsan) ;;
+*) echo "make test-debug: DEBUG_FLAVOUR is empty or kcsan" >&2; exit 2 ;;
+esac
 tests=${KVB_TESTS:-$(make -s --no-print-directory -C selftests list | tr ' ' '\n' | grep -vx kvb_package.sh | tr '\n' ' ')}
 
 for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
@@ -40,7 +49,7 @@ for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
 	# Its messages go to a log, not through a process substitution,
 	# which would write them into $k (they are what it says while it
 	# builds the kernel).
-	if k=$(scripts/debug-kernel.sh -s "$series" 2> "$logdir/debug-kernel-$series.log"); then
+	if k=$(scripts/debug-kernel.sh -s "$series" "${flavour[@]}" 2> "$logdir/debug-kernel-$series.log"); then
 		ktap_diag < "$logdir/debug-kernel-$series.log"
 		ktap_test_pass "debug kernel $k built from linux-source-$series ($(($(date +%s) - t0)) s)"
 	else
