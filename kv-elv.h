@@ -13,6 +13,7 @@
 #include <linux/list.h>
 #include <linux/percpu.h>
 #include <linux/rbtree.h>
+#include <linux/seqlock.h>
 #include <linux/spinlock.h>
 #include <linux/timer.h>
 #include <linux/types.h>
@@ -84,6 +85,12 @@ struct kvb_data {
 	sector_t		burst_pos;	/* next sector of a write burst */
 
 	struct kvp_sched	*ps;
+	/*
+	 * Write section around every change of the core's parameters
+	 * (kvb_apply_params()), for the readers of its limit that do not
+	 * take the lock (kvb_limit_unlocked()).
+	 */
+	seqcount_spinlock_t	params_seq;
 
 	/* One per hardware context, by index (hctx->sched_data points in). */
 	struct kvb_lane		*lanes;

@@ -189,7 +189,10 @@ static void kvb_apply_params(struct kvb_data *kd)
 	 */
 	p.write_defer_max = min(p.write_defer_max,
 				max(kd->async_depth / 2, 1U));
+	/* Whole, for the readers without the lock (kvb_limit_unlocked()). */
+	write_seqcount_begin(&kd->params_seq);
 	kvp_set_params(kd->ps, &p);
+	write_seqcount_end(&kd->params_seq);
 	if (!p.window_ns)
 		kvp_flush_draining(kd->ps);
 }
@@ -739,6 +742,54 @@ static struct request *kvb_dispatch_request(struct blk_mq_hw_ctx *hctx)
 }
 
 /*
+ * The limit in force (kvp_limit()), read without kd->lock: by has_work()
+ * and by completions. The limit comes from three of the core's parameters
+ * (limit_auto, max_inflight, limit_ceiling) and, when automatic, from the
+ * depth controller, and a store to a tunable rewrites them all under the
+ * lock (kvb_apply_params()); when max_inflight turns automatic the
+ * controller is restarted, zeroed on the way. Read field by field during
+ * that, the limit could come from a set that never existed: a fixed limit
+ * of 0, which means none, or an automatic one of 0. So the reader reads
+ * inside kd->params_seq and retries if a write section overlapped.
+ *
+ * A sequence count rather than a copy published through an RCU pointer:
+ * the parameters live in the policy core, whose locked paths (nearly all
+ * of its readers) read them in place, and they change only when a tunable
+ * or nr_requests is written, so a reader almost never retries and a write
+ * costs two increments. Every write section is under kd->lock with
+ * interrupts off, so a completion interrupt never spins on a section its
+ * own CPU has open.
+ */
+static u32 kvb_limit_unlocked(struct kvb_data *kd)
+{
+	unsigned int seq;
+	u32 limit;
+
+	do {
+		seq = read_seqcount_begin(&kd->params_seq);
+		limit = kvp_limit(kd->ps);
+	} while (read_seqcount_retry(&kd->params_seq, seq));
+	return limit;
+}
+
+/*
+ * kvp_writes_held() without kd->lock: a hint, stale if the queues move,
+ * but from one set of parameters (kvb_limit_unlocked()).
+ */
+static bool kvb_writes_held_unlocked(struct kvb_data *kd, u64 now)
+{
+	unsigned int seq;
+	u64 until;
+	bool held;
+
+	do {
+		seq = read_seqcount_begin(&kd->params_seq);
+		held = kvp_writes_held(kd->ps, now, &until);
+	} while (read_seqcount_retry(&kd->params_seq, seq));
+	return held;
+}
+
+/*
  * has_work() runs without the lock and may be momentarily stale, but never
  * wrongly "no work" for long: every insert is followed by a run of the
  * hardware context it came on, whose lane holds what it dispatched on
@@ -754,8 +805,7 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 	struct kvb_data *kd = hctx->queue->elevator->elevator_data;
 	struct kvb_lane *lane = hctx->sched_data;
 	struct kvp_sched *ps = kd->ps;
-	u32 limit = kvp_limit(ps);
-	u64 until;
+	u32 limit = kvb_limit_unlocked(kd);
 
 	if (!list_empty_careful(&lane->rqs) ||
 	    !list_empty_careful(&kd->dispatch))
@@ -775,7 +825,7 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 	 */
 	if (READ_ONCE(ps->wq->queued) == READ_ONCE(ps->queued) &&
 	    READ_ONCE(ps->tier[KVB_TIER_DEMAND].inflight))
-		return !kvp_writes_held(ps, kvb_now(), &until);
+		return !kvb_writes_held_unlocked(kd, kvb_now());
 	return true;
 }
 
@@ -1073,7 +1123,7 @@ static bool kvb_record_needs_lock(struct kvb_data *kd)
 		return true;
 	inflight = kvb_inflight(kd);
 	if (READ_ONCE(kd->held)) {
-		limit = kvp_limit(kd->ps);
+		limit = kvb_limit_unlocked(kd);
 		return !limit || inflight + kvb_kick_batch(limit) <= limit;
 	}
 	return !inflight && !READ_ONCE(kd->ps->queued);
@@ -1674,6 +1724,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd->lanes = lanes;
 
 	spin_lock_init(&kd->lock);
+	seqcount_spinlock_init(&kd->params_seq, &kd->lock);
 	timer_setup(&kd->reap_timer, kvb_reap_timer_fn, 0);
 	timer_setup(&kd->write_timer, kvb_write_timer_fn, 0);
 	INIT_WORK(&kd->drain_work, kvb_drain_work_fn);
