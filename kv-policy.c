@@ -26,7 +26,11 @@
  *
  * Writes that can wait are held while demand reads are queued or in
  * flight (flash serves reads slower while it writes), and then released
- * in bursts, sector-sorted by the host, so they still make progress.
+ * in bursts, sector-sorted by the host, so they still make progress. A
+ * hold is bounded three ways: by time (write_expire_ms), by count
+ * (write_defer_max), and, for writes a writeback throttle counts, by
+ * the writers: once none has joined them for KVP_WRITE_STALL_NS, they go
+ * (kv-policy.h says why).
  *
  * Batch metadata comes from a fixed pool: a workload inventing tags cannot
  * grow kernel memory. When the pool is exhausted, requests join their
@@ -423,6 +427,8 @@ static void kvp_note_arrival(struct kvp_sched *ps, enum kvb_tier tier,
 {
 	const struct kvp_tier *demand = &ps->tier[KVB_TIER_DEMAND];
 
+	if (tier == KVB_TIER_WRITE)
+		ps->write_ns = now;
 	if (tier == KVB_TIER_DEMAND) {
 		ps->demand_ns = now;
 		WRITE_ONCE(ps->demand_about, true);
@@ -640,8 +646,21 @@ static struct kvp_pick kvp_pick_batch(struct kvp_batch *b, enum kvb_reason why)
 	return pick;
 }
 
+/*
+ * The held writes are all their throttled writers will send until some
+ * complete (KVP_WRITE_STALL_NS). Arrivals are stamped on the host's
+ * clock, which may be a plug's and a little behind @now.
+ */
+static bool kvp_writes_stalled(const struct kvp_sched *ps, u64 now)
+{
+	return ps->write_throttled && now > ps->write_ns &&
+	       now - ps->write_ns >= KVP_WRITE_STALL_NS;
+}
+
+/* @start a burst; @forced: one that finishes ahead of demand. */
 static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
-				      enum kvb_reason why, bool start)
+				      enum kvb_reason why, bool start,
+				      bool forced)
 {
 	struct kvp_pick pick = {
 		.kind = KVP_PICK_WRITE, .why = why, .batch = ps->wq,
@@ -649,8 +668,7 @@ static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
 	};
 
 	if (start) {
-		ps->burst_forced = why == KVB_WHY_WRITE_BURST &&
-				   ps->wq->queued >= ps->p.write_defer_max;
+		ps->burst_forced = forced;
 		ps->burst_left = ps->wq->queued < ps->p.write_batch ?
 				 ps->wq->queued : ps->p.write_batch;
 		ps->stats.bursts++;
@@ -763,7 +781,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	}
 	if (wq->queued && kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now) &&
 	    (!oldest || wq->head_ns < oldest->head_ns)) {
-		pick = kvp_pick_write(ps, KVB_WHY_EXPIRED, true);
+		pick = kvp_pick_write(ps, KVB_WHY_EXPIRED, true, false);
 		goto out;
 	}
 	if (oldest) {
@@ -786,11 +804,15 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	 * 3. A full deferral queue forces a burst even ahead of queued
 	 * demand, and the burst finishes: write_defer_max bounds the writes
 	 * kvbatch holds, so that writeback (and the tags it holds) keeps
-	 * moving under a recall flood.
+	 * moving under a recall flood. So do throttled writes no write has
+	 * joined for KVP_WRITE_STALL_NS: their writers wait for them, and
+	 * under writeback throttling the queue never fills.
 	 */
 	if (wq->queued && (wq->queued >= ps->p.write_defer_max ||
+			   kvp_writes_stalled(ps, now) ||
 			   (ps->burst_left && ps->burst_forced))) {
-		pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, !ps->burst_left);
+		pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, !ps->burst_left,
+				      true);
 		goto out;
 	}
 
@@ -812,14 +834,15 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	 */
 	if (wq->queued) {
 		if (ps->burst_left) {
-			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, false);
+			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, false,
+					      false);
 			goto out;
 		}
 		if (!ps->tier[KVB_TIER_DEMAND].inflight) {
 			b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].age);
 			if (!b || wq->head_ns <= b->head_ns) {
 				pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST,
-						      true);
+						      true, false);
 				goto out;
 			}
 		}
@@ -856,8 +879,11 @@ bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until)
 	if (!wq->queued || wq->queued != ps->queued || kvp_throttled(ps) ||
 	    ps->burst_left || wq->queued >= ps->p.write_defer_max ||
 	    !ps->tier[KVB_TIER_DEMAND].inflight ||
-	    kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now))
+	    kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now) ||
+	    kvp_writes_stalled(ps, now))
 		return false;
 	*until = wq->head_ns + ps->p.expire_ns[KVB_TIER_WRITE];
+	if (ps->write_throttled)
+		*until = min(*until, ps->write_ns + KVP_WRITE_STALL_NS);
 	return true;
 }

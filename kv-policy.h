@@ -138,8 +138,14 @@ struct kvp_sched {
 	bool			demand_about;
 	u32			queued;		/* all tiers */
 	u32			inflight;	/* all tiers */
+	/*
+	 * The last arrival of a deferred write, and whether a writeback
+	 * throttle counts it (KVP_WRITE_STALL_NS).
+	 */
+	u64			write_ns;
+	bool			write_throttled;
 	u32			burst_left;	/* writes left in this burst */
-	bool			burst_forced;	/* by write_defer_max */
+	bool			burst_forced;	/* ahead of demand (step 3) */
 	/* Share owed to each tier, in hundredths of a request. */
 	u32			credit[KVB_NR_BATCH_TIERS];
 	/* The automatic max_inflight, fed with limit_auto only. */
@@ -244,6 +250,21 @@ void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p);
 #define KVP_DEMAND_LINGER_NS	(1000ULL * 1000 * 1000)
 
 /*
+ * Writeback throttling (blk-wbt) counts a buffered write from its
+ * submission to its completion, and beside reads admits a few at a time
+ * (a quarter of its depth, four by default); the rest of the writeback,
+ * and an fsync's writes behind it, wait for those to complete. Held
+ * writes it counts are thus all that will come: once none has joined
+ * the write queue for this long, holding them longer only stalls the
+ * flusher, fsync and reclaim, so they go as a burst ahead of demand.
+ * (Unthrottled writers keep adding writes, up to write_defer_max.) Long
+ * enough for a writer to submit its next request (microseconds apart),
+ * short beside a device's write time, so that writeback moves at about
+ * the pace wbt gives it without kvbatch; a jiffy at HZ=250.
+ */
+#define KVP_WRITE_STALL_NS	(4ULL * 1000 * 1000)
+
+/*
  * The limit on requests in flight now; 0: none. An automatic limit at
  * the device's tags (limit_ceiling) holds nothing they do not, and
  * holding would cost: a hold ends only once a batch of requests has
@@ -317,9 +338,19 @@ void kvp_rq_direct(struct kvp_sched *ps, struct kvp_batch *b, u32 bytes,
 struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now);
 
 /*
+ * The deferred write arriving now is (@throttled) or is not counted by a
+ * writeback throttle until it completes: KVP_WRITE_STALL_NS applies.
+ */
+static inline void kvp_write_throttled(struct kvp_sched *ps, bool throttled)
+{
+	ps->write_throttled = throttled;
+}
+
+/*
  * True when the only queued work is deferred writes held behind in-flight
  * demand, so that kvp_choose() returns nothing until the demand completes
- * or, at *@until, the oldest write expires. Reads the core without
+ * or, at *@until, the oldest write expires or throttled writes have had
+ * no arrival for KVP_WRITE_STALL_NS. Reads the core without
  * changing it: the host may call it without its lock for a hint
  * (has_work), and must then tolerate a stale answer.
  */

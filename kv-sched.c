@@ -829,10 +829,17 @@ static bool kvb_has_work(struct blk_mq_hw_ctx *hctx)
 	return true;
 }
 
-/* The tier of data with priority @prio and flags @opf (request or bio). */
+/*
+ * The tier of data with priority @prio and flags @opf (request or bio).
+ * Swap-out is never deferred: reclaim frees the page only once its write
+ * completes, and the memory it frees may be what a held writer, or the
+ * recall itself, waits for. It is asynchronous unless reclaim waits for
+ * it, so only REQ_SWAP tells it apart from writeback.
+ */
 static enum kvb_tier kvb_tier(struct kvb_data *kd, u16 prio, blk_opf_t opf)
 {
-	return kvp_tier_of(prio, op_is_write(opf), op_is_sync(opf),
+	return kvp_tier_of(prio, op_is_write(opf),
+			   op_is_sync(opf) || (opf & REQ_SWAP),
 			   kvb_tun(kd, KVB_HINT_DEMAND));
 }
 
@@ -881,6 +888,19 @@ static bool kvb_insert_direct(struct kvb_data *kd, struct request *rq,
 	return true;
 }
 
+/*
+ * Writeback throttling counts @rq, a write, until it completes: it marks
+ * the writes it counts (rq->wbt_flags), and only those.
+ */
+static inline bool kvb_rq_wbt_counted(struct request *rq)
+{
+#ifdef CONFIG_BLK_WBT
+	return rq->wbt_flags;
+#else
+	return false;
+#endif
+}
+
 /* Queue a scheduled request of @tier in its batch. */
 static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 			      enum kvb_tier tier, u64 now)
@@ -905,6 +925,8 @@ static void kvb_queue_request(struct kvb_data *kd, struct request *rq,
 	}
 	rq->fifo_time = rq->start_time_ns;
 	list_add_tail(&rq->queuelist, &b->rqs);
+	if (tier == KVB_TIER_WRITE)
+		kvp_write_throttled(kd->ps, kvb_rq_wbt_counted(rq));
 	kvp_rq_queued(kd->ps, b, kvb_head_ns(b));
 	if (tier == KVB_TIER_WRITE)
 		trace_kvbatch_write_defer(kd->ps->dev, blk_rq_pos(rq),

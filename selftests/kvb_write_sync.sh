@@ -143,6 +143,13 @@ stop_demand() {
 }
 
 kvb_use_kvbatch $dev
+# Writeback throttling off where it can be: kvbatch holds the writes it
+# counts only until no more come (KVP_WRITE_STALL_NS, kv-policy.h), and
+# the async writes here must stay deferred (kvb_wbt.sh tests that case).
+wbt_file=/sys/block/$dev/queue/wbt_lat_usec
+wbt=$(cat "$wbt_file" 2>/dev/null)
+[ -z "$wbt" ] || kvb_defer "echo $wbt > $wbt_file"
+{ echo 0 > "$wbt_file"; } 2>/dev/null
 echo 128 > /sys/block/$dev/queue/nr_requests
 echo 200 > $iosched/normal_expire_ms
 echo $expire_ms > $iosched/write_expire_ms
@@ -211,8 +218,6 @@ head -c 4096 /dev/urandom > "$KVB_SCRATCH/chain-x.bin"
 # is tried where it can be turned off, or where the kernel has none (no
 # wbt_lat_usec: a kernel built without CONFIG_BLK_WBT, where a write to
 # the missing file fails with "Permission denied").
-wbt_file=/sys/block/$dev/queue/wbt_lat_usec
-wbt=$(cat "$wbt_file" 2>/dev/null)
 if [ ! -e "$wbt_file" ] || { echo 0 > "$wbt_file"; } 2>/dev/null; then
 	echo 0 > $iosched/front_merges
 	start_demand 32 || log "demand did not start"
@@ -242,7 +247,6 @@ if [ ! -e "$wbt_file" ] || { echo 0 > "$wbt_file"; } 2>/dev/null; then
 	stop_demand
 	sync
 	echo 1 > $iosched/front_merges
-	[ -z "$wbt" ] || echo "$wbt" > "$wbt_file"
 	# shellcheck disable=SC2317
 	verify_chain() {
 		[ "$res" != none ] &&

@@ -2086,6 +2086,124 @@ static bool test_defer_max_and_hold(void)
 }
 
 /*
+ * Writes a writeback throttle counts that stop arriving are released
+ * ahead of queued demand: their writers wait for them (wbt admits a few
+ * at a time, counting the held ones), so the queue never reaches
+ * write_defer_max. Writes that keep arriving are held as before, and so
+ * are writes no throttle counts.
+ */
+static bool test_write_stall(void)
+{
+	struct kvp_params p = default_params();
+	struct mini_rq w[2] = {
+		{ .arrival = 1000, .sector = 100 },
+		{ .arrival = 1001, .sector = 200 },
+	};
+	struct mini_rq d[64];
+	const u64 step = KVP_WRITE_STALL_NS / 4;
+	struct kvp_batch *db;
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	u64 now = 1000, until;
+	unsigned int i, writes = 0, held_picks = 0;
+	void *mem;
+
+	mem = calloc(1, kvp_size(4));
+	ps = kvp_init(mem, 4);
+	ps->p = p;
+	kvp_write_throttled(ps, true);
+
+	/* A backlog of demand, queued and in flight. */
+	db = kvp_get_batch(ps, 7, KVB_TIER_DEMAND, now);
+	for (i = 0; i < 64; i++) {
+		d[i].arrival = now;
+		mini_queue(ps, db, &d[i]);
+	}
+	/* Writes arrive every step/2 for two stall times: all held. */
+	for (i = 0; now < 1000 + 2 * KVP_WRITE_STALL_NS; i++) {
+		struct mini_rq *r = &w[i % 2 ? 1 : 0];
+
+		if (i >= 2) {
+			/* The two writes, queued again: a new arrival. */
+			list_del_init(&r->node);
+			kvp_rq_unqueued(ps, ps->wq, mini_head(ps->wq), now);
+		}
+		r->arrival = now;
+		mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, now), r);
+		pick = kvp_choose(ps, now);
+		if (pick.kind == KVP_PICK_WRITE)
+			writes++;
+		else if (pick.kind == KVP_PICK_BATCH)
+			held_picks++;
+		if (pick.kind == KVP_PICK_BATCH) {
+			struct mini_rq *rq = list_first_entry(&db->rqs,
+							      struct mini_rq,
+							      node);
+
+			list_del_init(&rq->node);
+			kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
+			kvp_rq_completed(ps, db, now, 0);
+			/* Demand stays backlogged: the read comes back. */
+			rq->arrival = now;
+			mini_queue(ps, db, rq);
+		}
+		now += step / 2;
+	}
+	EXPECT(!writes && held_picks,
+	       "writes still arriving: %u write(s) picked, %u demand",
+	       writes, held_picks);
+	EXPECT(!kvp_writes_held(ps, now, &until),
+	       "held with demand queued");
+
+	/* Not counted by a throttle: held past the stall. */
+	kvp_write_throttled(ps, false);
+	pick = kvp_choose(ps, ps->write_ns + KVP_WRITE_STALL_NS);
+	EXPECT(pick.kind == KVP_PICK_BATCH,
+	       "writes no throttle counts released at the stall");
+	if (pick.kind == KVP_PICK_BATCH) {
+		struct mini_rq *rq = list_first_entry(&db->rqs, struct mini_rq,
+						      node);
+
+		list_del_init(&rq->node);
+		kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
+		kvp_rq_completed(ps, db, now, 0);
+		rq->arrival = now;
+		mini_queue(ps, db, rq);
+	}
+	kvp_write_throttled(ps, true);
+
+	/* No arrival for KVP_WRITE_STALL_NS: the two go, ahead of demand. */
+	now = ps->write_ns + KVP_WRITE_STALL_NS - 1;
+	pick = kvp_choose(ps, now);
+	EXPECT(pick.kind == KVP_PICK_BATCH, "released before the stall");
+	if (pick.kind == KVP_PICK_BATCH) {
+		struct mini_rq *rq = list_first_entry(&db->rqs, struct mini_rq,
+						      node);
+
+		list_del_init(&rq->node);
+		kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
+	}
+	now++;
+	for (i = 0; i < 2; i++) {
+		pick = kvp_choose(ps, now);
+		EXPECT(pick.kind == KVP_PICK_WRITE &&
+		       pick.why == KVB_WHY_WRITE_BURST,
+		       "stalled write %u: %s", i,
+		       pick.kind == KVP_PICK_WRITE ? "picked, wrong reason" :
+		       "demand went first");
+		if (pick.kind != KVP_PICK_WRITE)
+			break;
+		list_del_init(&w[i].node);
+		kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096, now);
+	}
+	EXPECT(!ps->wq->queued && ps->burst_left == 0,
+	       "%u write(s) left, burst_left %u", ps->wq->queued,
+	       ps->burst_left);
+	free(mem);
+	return true;
+}
+
+/*
  * With no demand in the device, deferred writes and foreign (normal) reads
  * are served in arrival order. Foreign readers keep a small batch each, so
  * a burst of write_batch writes never has less remaining work than the
@@ -2206,5 +2324,7 @@ TAP_MAIN(
 	  "write_defer_max with demand queued; held agrees with choose" },
 	{ test_writes_vs_normal,
 	  "deferred writes and foreign reads in arrival order, demand idle" },
+	{ test_write_stall,
+	  "throttled writes no write has joined for a stall go first" },
 	{ test_names, "tier and reason names fit the tracepoints' fields" }
 )
