@@ -2086,6 +2086,21 @@ static bool test_defer_max_and_hold(void)
 }
 
 /*
+ * Serve demand batch @db's first read at once, and queue it again: demand
+ * that stays backlogged, as a recall flood keeps it.
+ */
+static void serve_again(struct kvp_sched *ps, struct kvp_batch *db, u64 now)
+{
+	struct mini_rq *rq = list_first_entry(&db->rqs, struct mini_rq, node);
+
+	list_del_init(&rq->node);
+	kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
+	kvp_rq_completed(ps, db, now, 0);
+	rq->arrival = now;
+	mini_queue(ps, db, rq);
+}
+
+/*
  * Writes a writeback throttle counts that stop arriving are released
  * ahead of queued demand: their writers wait for them (wbt admits a few
  * at a time, counting the held ones), so the queue never reaches
@@ -2135,18 +2150,8 @@ static bool test_write_stall(void)
 			writes++;
 		else if (pick.kind == KVP_PICK_BATCH)
 			held_picks++;
-		if (pick.kind == KVP_PICK_BATCH) {
-			struct mini_rq *rq = list_first_entry(&db->rqs,
-							      struct mini_rq,
-							      node);
-
-			list_del_init(&rq->node);
-			kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
-			kvp_rq_completed(ps, db, now, 0);
-			/* Demand stays backlogged: the read comes back. */
-			rq->arrival = now;
-			mini_queue(ps, db, rq);
-		}
+		if (pick.kind == KVP_PICK_BATCH)
+			serve_again(ps, db, now);
 		now += step / 2;
 	}
 	EXPECT(!writes && held_picks,
@@ -2160,16 +2165,8 @@ static bool test_write_stall(void)
 	pick = kvp_choose(ps, ps->write_ns + KVP_WRITE_STALL_NS);
 	EXPECT(pick.kind == KVP_PICK_BATCH,
 	       "writes no throttle counts released at the stall");
-	if (pick.kind == KVP_PICK_BATCH) {
-		struct mini_rq *rq = list_first_entry(&db->rqs, struct mini_rq,
-						      node);
-
-		list_del_init(&rq->node);
-		kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
-		kvp_rq_completed(ps, db, now, 0);
-		rq->arrival = now;
-		mini_queue(ps, db, rq);
-	}
+	if (pick.kind == KVP_PICK_BATCH)
+		serve_again(ps, db, now);
 	kvp_write_throttled(ps, true);
 
 	/* No arrival for KVP_WRITE_STALL_NS: the two go, ahead of demand. */
