@@ -17,12 +17,8 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio jq
 kvb_load || ktap_exit_skip "cannot load kvbatch"
-# fua=0 (6.12's null_blk; 6.1's has no such parameter and always offers
-# FUA with its cache): a write-back cache without FUA.
-fua=()
-modinfo -p null_blk 2>/dev/null | grep -q '^fua:' && fua=(fua=0)
-kvb_nullb_fresh submit_queues=1 hw_queue_depth=4 memory_backed=1 gb=1 \
-	cache_size=64 irqmode=2 completion_nsec=1000000 "${fua[@]}"
+# A write-back cache without FUA (where null_blk lets it be turned off).
+kvb_nullb_writeback 0 hw_queue_depth=4 completion_nsec=1000000
 
 ktap_print_header
 ktap_set_plan 5

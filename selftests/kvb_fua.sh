@@ -21,12 +21,7 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio jq
 kvb_load || ktap_exit_skip "cannot load kvbatch"
-# 6.12's and 7.3's null_blk take fua= (default on); 6.1's always offers
-# FUA with its cache.
-fua=()
-modinfo -p null_blk 2>/dev/null | grep -q '^fua:' && fua=(fua=1)
-kvb_nullb_fresh submit_queues=1 hw_queue_depth=16 memory_backed=1 gb=1 \
-	cache_size=64 irqmode=2 completion_nsec=20000000 "${fua[@]}"
+kvb_nullb_writeback 1 hw_queue_depth=16 completion_nsec=20000000
 
 ktap_print_header
 ktap_set_plan 5

@@ -375,6 +375,19 @@ kvb_nullb_fresh() {
 	esac
 }
 
+# kvb_nullb_writeback FUA [PARAM=VALUE...]: kvb_nullb_fresh with a 1 GiB
+# memory-backed null_blk behind a write-back cache (one queue), offering
+# FUA writes (FUA 1) or not (0) where null_blk has the fua= parameter
+# (6.12 and later; 6.1's always offers FUA with its cache).
+kvb_nullb_writeback() {
+	local fua=()
+
+	modinfo -p null_blk 2>/dev/null | grep -q '^fua:' && fua=("fua=$1")
+	shift
+	kvb_nullb_fresh submit_queues=1 memory_backed=1 gb=1 cache_size=64 \
+		irqmode=2 "$@" "${fua[@]}"
+}
+
 # kvb_begin_nullb PLAN PARAM...: the opening of a test of kvbatch on a
 # null_blk of its own: load kvbatch, then null_blk with exactly PARAM
 # (kvb_nullb_fresh), skipping the test if either cannot be; then the KTAP
