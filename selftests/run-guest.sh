@@ -173,7 +173,13 @@ for t in "${tests[@]}"; do
 			ktap_test_fail "selftests: kvbatch: $t # exit=137 (killed)"
 		fi
 		reap_leftovers ;;
-	*) ktap_test_fail "selftests: kvbatch: $t # exit=$rc" ;;
+	# The first check that failed, so that a summary that keeps only
+	# this line still says what went wrong.
+	*) ktap_test_fail "selftests: kvbatch: $t # exit=$rc$(awk '
+		/^not ok [0-9]+ / {
+			r = $0; sub(/^not ok [0-9]+ /, "", r)
+			print ": " r; exit
+		}' "$out")" ;;
 	esac
 done
 [ -z "$claim" ] || ktap_print_plan
