@@ -118,11 +118,13 @@ struct kvb_data {
 
 	unsigned int		async_depth;	/* async tag budget */
 	/*
-	 * Per CPU, the task whose bio was last offered for a merge, with
-	 * KVB_SUBMIT_IDLE if that bio is IDLE: the class of the request
-	 * the task allocates next (kvb_limit_depth()).
+	 * For each task whose bio was last offered for a merge, in the
+	 * bucket its address hashes to: the task, with KVB_SUBMIT_IDLE if
+	 * that bio is IDLE, the class of the request it allocates next
+	 * (kvb_limit_depth()). 1 << submit_shift buckets.
 	 */
-	unsigned long __percpu	*submit;
+	struct kvb_submit_bucket *submit;
+	unsigned int		submit_shift;
 	unsigned int		sched_depth;	/* nr_requests */
 	bool			small_pool;	/* warned about nr_requests */
 
@@ -134,6 +136,15 @@ struct kvb_data {
 
 /* task_struct is cache-line aligned: bit 0 of its address is free. */
 #define KVB_SUBMIT_IDLE		1UL
+
+/*
+ * A bucket is one cache line: a task that submits reads and writes its
+ * bucket alone for each bio.
+ */
+#define KVB_SUBMIT_WAYS		8
+struct kvb_submit_bucket {
+	unsigned long		mark[KVB_SUBMIT_WAYS];
+} ____cacheline_aligned_in_smp;
 
 static inline unsigned int kvb_tun(struct kvb_data *kd, enum kvb_tunable t)
 {

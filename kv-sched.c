@@ -38,6 +38,7 @@
 #include <linux/cgroup.h>
 #include <linux/cpumask.h>
 #include <linux/ctype.h>
+#include <linux/hash.h>
 #include <linux/ioprio.h>
 #include <linux/ktime.h>
 #include <linux/rbtree.h>
@@ -47,6 +48,7 @@
 #include <linux/spinlock.h>
 #include <linux/mm.h>
 #include <linux/percpu.h>
+#include <linux/random.h>
 #include <linux/workqueue.h>
 
 #include <trace/events/block.h>
@@ -1426,6 +1428,47 @@ static bool kvb_allow_merge(struct request_queue *q, struct request *rq,
 	return kvb_tier(kd, bio->bi_ioprio, bio->bi_opf) == KVB_TIER_WRITE;
 }
 
+/*
+ * The submitting task's bucket. By task rather than by CPU: between the
+ * merge offer and the allocation the task may sleep (a cgroup's I/O
+ * throttle, a preemption), another task may submit on its CPU, and it may
+ * resume on another CPU; its bucket still holds its mark.
+ */
+static struct kvb_submit_bucket *kvb_submit_bucket(struct kvb_data *kd)
+{
+	return &kd->submit[hash_ptr(current, kd->submit_shift)];
+}
+
+/*
+ * Leave the class of the submitting task's bio for the allocation that
+ * may follow (kvb_submit_idle()): in the task's own way of its bucket, or
+ * a free one. In a full bucket it takes a way at random: the marks there
+ * are mostly of tasks whose last bio merged and needs no request. A task
+ * that loses its mark, to that or to a race with another task of the
+ * bucket, is classed by its own ioprio.
+ */
+static void kvb_submit_mark(struct kvb_data *kd, bool idle)
+{
+	struct kvb_submit_bucket *b = kvb_submit_bucket(kd);
+	unsigned long me = (unsigned long)current;
+	unsigned long m, mark = me | (idle ? KVB_SUBMIT_IDLE : 0);
+	int i, way = -1;
+
+	for (i = 0; i < KVB_SUBMIT_WAYS; i++) {
+		m = READ_ONCE(b->mark[i]);
+		if ((m & ~KVB_SUBMIT_IDLE) == me) {
+			if (m == mark || cmpxchg(&b->mark[i], m, mark) == m)
+				return;
+			break;
+		}
+		if (!m && way < 0)
+			way = i;
+	}
+	if (way >= 0 && !cmpxchg(&b->mark[way], 0, mark))
+		return;
+	WRITE_ONCE(b->mark[get_random_u32() % KVB_SUBMIT_WAYS], mark);
+}
+
 static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 			  unsigned int nr_segs)
 {
@@ -1435,9 +1478,8 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 	bool ret;
 
 	/* The class of the request the task may allocate next. */
-	this_cpu_write(*kd->submit, (unsigned long)current |
-		       (IOPRIO_PRIO_CLASS(bio->bi_ioprio) == IOPRIO_CLASS_IDLE ?
-			KVB_SUBMIT_IDLE : 0));
+	kvb_submit_mark(kd, IOPRIO_PRIO_CLASS(bio->bi_ioprio) ==
+			IOPRIO_CLASS_IDLE);
 
 	/*
 	 * Nothing queued, nothing to merge with: on a device that keeps up
@@ -1461,24 +1503,29 @@ static bool kvb_bio_merge(struct request_queue *q, struct bio *bio,
 /*
  * Whether the read being allocated is IDLE. The allocation carries no bio,
  * but the block layer offers each bio for a merge (kvb_bio_merge()) right
- * before it allocates a request for it, in the same task: a mark this task
- * left on this CPU gives the bio's own class, per request from io_uring's
+ * before it allocates a request for it, in the same task: the mark the
+ * task left gives the bio's own class, per request from io_uring's
  * sqe->ioprio or libaio's aio_reqprio, else the task's. The allocation
  * uses the mark up; a bio that needs none (merged, or given a request the
  * plug had cached) leaves it to the task's next bio. Without a mark (no
- * merge offered: nomerges 2, a REQ_NOMERGE read; the task moved to another
- * CPU in between) the task's class decides.
+ * merge offered: nomerges 2, a REQ_NOMERGE read; the mark lost in a full
+ * bucket) the task's class decides.
  */
 static bool kvb_submit_idle(struct kvb_data *kd)
 {
-	unsigned long mark = this_cpu_read(*kd->submit);
+	struct kvb_submit_bucket *b = kvb_submit_bucket(kd);
+	unsigned long me = (unsigned long)current, m;
+	int i;
 
-	if ((mark & ~KVB_SUBMIT_IDLE) != (unsigned long)current)
-		return IOPRIO_PRIO_CLASS(get_current_ioprio()) ==
-		       IOPRIO_CLASS_IDLE;
-	/* Another task's mark, written since on this CPU, stays. */
-	this_cpu_cmpxchg(*kd->submit, mark, 0);
-	return mark & KVB_SUBMIT_IDLE;
+	for (i = 0; i < KVB_SUBMIT_WAYS; i++) {
+		m = READ_ONCE(b->mark[i]);
+		if ((m & ~KVB_SUBMIT_IDLE) != me)
+			continue;
+		/* Free the way; another task's mark, written since, stays. */
+		cmpxchg(&b->mark[i], m, 0);
+		return m & KVB_SUBMIT_IDLE;
+	}
+	return IOPRIO_PRIO_CLASS(get_current_ioprio()) == IOPRIO_CLASS_IDLE;
 }
 
 /*
@@ -1697,7 +1744,8 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 {
 	unsigned int nr = clamp(max_batches, 16U, 65536U);
 	struct kvb_pcpu __percpu *pcpu;
-	unsigned long __percpu *submit;
+	struct kvb_submit_bucket *submit;
+	unsigned int submit_shift;
 	struct elevator_queue *eq;
 	struct kvb_lane *lanes;
 	struct kvb_data *kd;
@@ -1720,13 +1768,16 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 	kd = kzalloc_node(sizeof(*kd), GFP_KERNEL, q->node);
 	mem = kvzalloc_node(kvp_size(nr), GFP_KERNEL, q->node);
 	pcpu = alloc_percpu(struct kvb_pcpu);
-	submit = alloc_percpu(unsigned long);
+	/* About four buckets of eight ways per CPU. */
+	submit_shift = clamp(order_base_2(nr_cpu_ids) + 2, 4, 10);
+	submit = kvzalloc_node(sizeof(*submit) << submit_shift, GFP_KERNEL,
+			       q->node);
 	lanes = kcalloc_node(max(q->nr_hw_queues, 1U), sizeof(*lanes),
 			     GFP_KERNEL, q->node);
 	if (!eq || !kd || !mem || !pcpu || !submit || !lanes) {
 		memalloc_noio_restore(noio);
 		kfree(lanes);
-		free_percpu(submit);
+		kvfree(submit);
 		free_percpu(pcpu);
 		kvfree(mem);
 		kfree(kd);
@@ -1738,6 +1789,7 @@ static int kvb_init_sched(struct request_queue *q, KVB_INIT_ARG_T arg)
 		spin_lock_init(&per_cpu_ptr(pcpu, cpu)->lock);
 	kd->pcpu = pcpu;
 	kd->submit = submit;
+	kd->submit_shift = submit_shift;
 	kd->nr_lanes = max(q->nr_hw_queues, 1U);
 	for (i = 0; i < kd->nr_lanes; i++) {
 		spin_lock_init(&lanes[i].lock);
@@ -1821,7 +1873,7 @@ static void kvb_exit_sched(struct elevator_queue *e)
 
 	blk_stat_disable_accounting(kd->q);
 	kfree(kd->lanes);
-	free_percpu(kd->submit);
+	kvfree(kd->submit);
 	free_percpu(kd->pcpu);
 	kvfree(ps);
 	kfree(kd);
