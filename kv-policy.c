@@ -15,7 +15,10 @@
  * other work fills the device when no demand is queued; prefetch only when
  * nothing else waits. Reordering does not change the total work, only who
  * waits. Strict order starves, so every tier has an expire time after
- * which its oldest request goes first, oldest first across tiers.
+ * which its oldest request goes first, oldest first across tiers; but
+ * while demand is queued, another tier's expired request takes turns with
+ * it, so that an unprivileged backlog deeper than its expire time cannot
+ * put privileged recalls at the back of a FIFO.
  *
  * Precedence follows privilege. Demand is the RT class, which the kernel
  * grants only with CAP_SYS_NICE or CAP_SYS_ADMIN. Any process may set a
@@ -762,7 +765,9 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	struct kvp_pick none = { .kind = KVP_PICK_NONE };
 	struct kvp_batch *b, *oldest = NULL;
 	struct kvp_batch *wq = ps->wq;
+	struct kvp_batch *dq = NULL;
 	struct kvp_pick pick;
+	bool aged = false;
 	int t;
 
 	if (!ps->queued)
@@ -772,7 +777,13 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 		return none;
 	}
 
-	/* 1. Past a deadline: the oldest expired request, across tiers. */
+	/*
+	 * 1. Past a deadline: the oldest expired request, across tiers. One
+	 * of another tier takes turns with demand, one dispatch each, while
+	 * demand is queued: a backlog deeper than its expire time must not
+	 * make the device a FIFO for the privileged recalls behind it, and
+	 * it still advances at least every other dispatch.
+	 */
 	for (t = 0; t < KVB_NR_BATCH_TIERS; t++) {
 		b = kvp_heap_top(&ps->tier[t].age);
 		if (b && kvp_expired(ps, t, b->head_ns, now) &&
@@ -780,12 +791,27 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 			oldest = b;
 	}
 	if (wq->queued && kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now) &&
-	    (!oldest || wq->head_ns < oldest->head_ns)) {
-		pick = kvp_pick_write(ps, KVB_WHY_EXPIRED, true, false);
+	    (!oldest || wq->head_ns < oldest->head_ns))
+		oldest = wq;
+	if (oldest && oldest->tier != KVB_TIER_DEMAND && ps->aged_turn) {
+		/* Demand's turn: its own expired request first, if any. */
+		dq = kvp_heap_top(&ps->tier[KVB_TIER_DEMAND].age);
+		if (dq && kvp_expired(ps, KVB_TIER_DEMAND, dq->head_ns, now)) {
+			pick = kvp_pick_batch(dq, KVB_WHY_EXPIRED);
+			goto out;
+		}
+		dq = kvp_heap_top(&ps->tier[KVB_TIER_DEMAND].work);
+	}
+	if (dq) {
+		pick = kvp_pick_batch(dq, KVB_WHY_TAIL);
 		goto out;
 	}
 	if (oldest) {
-		pick = kvp_pick_batch(oldest, KVB_WHY_EXPIRED);
+		aged = oldest->tier != KVB_TIER_DEMAND;
+		if (oldest == wq)
+			pick = kvp_pick_write(ps, KVB_WHY_EXPIRED, true, false);
+		else
+			pick = kvp_pick_batch(oldest, KVB_WHY_EXPIRED);
 		goto out;
 	}
 
@@ -865,6 +891,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	}
 	return none;
 out:
+	ps->aged_turn = aged && ps->tier[KVB_TIER_DEMAND].queued;
 	kvp_share_account(ps, pick.batch->tier);
 	ps->stats.dispatched[pick.why]++;
 	ps->stats.dispatched_tier[pick.batch->tier]++;

@@ -146,6 +146,8 @@ struct kvp_sched {
 	bool			write_throttled;
 	u32			burst_left;	/* writes left in this burst */
 	bool			burst_forced;	/* ahead of demand (step 3) */
+	/* The last pick was another tier's expired request, demand waiting. */
+	bool			aged_turn;
 	/* Share owed to each tier, in hundredths of a request. */
 	u32			credit[KVB_NR_BATCH_TIERS];
 	/* The automatic max_inflight, fed with limit_auto only. */

@@ -473,14 +473,18 @@ static bool check_conservation(struct run3 *r, const struct kvs_req *trace)
  * expire[t], its batch head is expired and at most a old, so every pick
  * returns an expired request that arrived no later than a (step 1 of
  * kvp_choose() comes first and takes the oldest expired head, across
- * tiers and the write queue). So:
+ * tiers and the write queue), except that while demand is queued, an
+ * expired request of another tier takes turns with it: a demand request
+ * follows each. So:
  *   (1) order: no request that arrived after a is dispatched after a + E
- *       and before r;
+ *       and before r, but, if r is not demand, one demand request after
+ *       each request older than r dispatched in that time, and one more;
  *   (2) time: choose only says NONE to an expired request when
  *       max_inflight is reached, and a full or throttled device completes
  *       something within the longest service time S, so r waits at most
- *       E + (k + 1) * S, where k counts the requests that arrived no later
- *       than a and were still undispatched at a + E.
+ *       E + (k + 1 + p) * S, where k counts the requests that arrived no
+ *       later than a and were still undispatched at a + E, and p the
+ *       demand requests that passed r so.
  * Returns the number of violations; *maxwait gets the worst wait per tier.
  */
 static u32 check_bounds(const struct kvs_sim *s, const struct kvs_req *rqs,
@@ -497,7 +501,7 @@ static u32 check_bounds(const struct kvs_sim *s, const struct kvs_req *rqs,
 		const struct kvs_req *r = &rqs[i];
 		u64 deadline = r->arrival + exp[r->tier];
 		u64 wait = r->dispatch - r->arrival;
-		u32 k = 0;
+		u32 k = 0, before = 0, passed = 0;
 
 		if (maxwait && wait > maxwait[r->tier])
 			maxwait[r->tier] = wait;
@@ -510,26 +514,40 @@ static u32 check_bounds(const struct kvs_sim *s, const struct kvs_req *rqs,
 				continue;
 			if (q->arrival <= r->arrival) {
 				k++;
+				before += q->dseq < r->dseq;
 				continue;
 			}
-			/* Newer, dispatched after r expired: before r? */
-			if (q->dseq < r->dseq) {
-				bad++;
-				FAIL_DIAG("rq %u (tier %u, arrived %llu) "
-					  "expired at %llu, passed by rq %u "
-					  "(arrived %llu) at %llu", i, r->tier,
-					  (unsigned long long)r->arrival,
-					  (unsigned long long)deadline, j,
-					  (unsigned long long)q->arrival,
-					  (unsigned long long)q->dispatch);
+			if (q->dseq > r->dseq)
+				continue;
+			/* Newer, dispatched after r expired, before r. */
+			if (r->tier != KVB_TIER_DEMAND &&
+			    q->tier == KVB_TIER_DEMAND) {
+				passed++;
+				continue;
 			}
+			bad++;
+			FAIL_DIAG("rq %u (tier %u, arrived %llu) expired at "
+				  "%llu, passed by rq %u (tier %u, arrived "
+				  "%llu) at %llu", i, r->tier,
+				  (unsigned long long)r->arrival,
+				  (unsigned long long)deadline, j, q->tier,
+				  (unsigned long long)q->arrival,
+				  (unsigned long long)q->dispatch);
 		}
-		if (wait > exp[r->tier] + (k + 1) * smax) {
+		if (passed > before + 1) {
+			bad++;
+			FAIL_DIAG("rq %u (tier %u) expired at %llu, passed by "
+				  "%u demand requests, %u older went before "
+				  "it", i, r->tier,
+				  (unsigned long long)deadline, passed,
+				  before);
+		}
+		if (wait > exp[r->tier] + (k + 1 + passed) * smax) {
 			bad++;
 			FAIL_DIAG("rq %u tier %u waited %llu > %llu + %u * %llu",
 				  i, r->tier, (unsigned long long)wait,
-				  (unsigned long long)exp[r->tier], k + 1,
-				  (unsigned long long)smax);
+				  (unsigned long long)exp[r->tier],
+				  k + 1 + passed, (unsigned long long)smax);
 		}
 	}
 	return bad;
@@ -2012,6 +2030,94 @@ static bool test_normal_order(void)
 }
 
 /*
+ * A tenant's backlog past its expire time does not turn the device into
+ * a FIFO for privileged recalls: 32 normal requests long expired, then a
+ * demand batch of 4. The expired requests still go oldest first, but take
+ * turns with demand, one each, so the recall is done within 8 dispatches
+ * and not after the whole backlog; once demand is done the backlog goes
+ * on alone. An expired write queue takes turns the same way.
+ */
+static bool test_aged_vs_demand(void)
+{
+	struct kvp_params p = default_params();
+	u64 now = 10ULL * 1000 * MS;
+	struct mini_rq n[32], d[4], w[2];
+	struct kvp_batch *nb, *db;
+	struct kvp_sched *ps;
+	struct kvp_pick pick;
+	u32 i, next = 0, done = 0, last = 0;
+	void *mem;
+
+	mem = calloc(1, kvp_size(16));
+	ps = kvp_init(mem, 16);
+	ps->p = p;
+
+	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, 1 * US);
+	for (i = 0; i < 32; i++) {
+		n[i].arrival = (1 + i) * US;
+		mini_queue(ps, nb, &n[i]);
+	}
+	db = kvp_get_batch(ps, 2, KVB_TIER_DEMAND, now);
+	for (i = 0; i < 4; i++) {
+		d[i].arrival = now;
+		mini_queue(ps, db, &d[i]);
+	}
+	for (i = 0; i < 36; i++) {
+		struct mini_rq *rq;
+
+		pick = kvp_choose(ps, now);
+		if (pick.kind != KVP_PICK_BATCH)
+			break;
+		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
+		if (pick.batch == db) {
+			done++;
+			last = i;
+		} else {
+			EXPECT(rq == &n[next] && pick.why == KVB_WHY_EXPIRED,
+			       "dispatch %u: normal request %ld (%s), expected "
+			       "%u", i, (long)(rq - n),
+			       kvb_reason_names[pick.why], next);
+			next++;
+		}
+		list_del_init(&rq->node);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
+				  now);
+	}
+	EXPECT(i == 36 && done == 4 && next == 32,
+	       "%u dispatches: %u demand, %u normal", i, done, next);
+	EXPECT(last < 8, "the recall's last request went out at dispatch %u "
+	       "of the 32 expired requests' 36", last);
+
+	/* Expired writes take turns with demand too. */
+	for (i = 0; i < 2; i++) {
+		w[i].arrival = (1 + i) * US;
+		mini_queue(ps, kvp_get_batch(ps, 0, KVB_TIER_WRITE, 1), &w[i]);
+	}
+	for (i = 0; i < 2; i++) {
+		d[i].arrival = now;
+		mini_queue(ps, db, &d[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		bool want_write = !(i & 1);
+
+		pick = kvp_choose(ps, now);
+		EXPECT(pick.kind == (want_write ? KVP_PICK_WRITE :
+				     KVP_PICK_BATCH),
+		       "writes and demand, dispatch %u: %s", i,
+		       pick.kind == KVP_PICK_WRITE ? "a write" :
+		       pick.kind ? "demand" : "nothing");
+		if (!pick.kind)
+			break;
+		list_del_init(&list_first_entry(&pick.batch->rqs,
+						struct mini_rq, node)->node);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
+				  now);
+	}
+	free(mem);
+	return true;
+}
+
+/*
  * write_defer_max bounds the deferred write queue even while demand reads
  * are queued: with the queue full, the next dispatch is a write, not the
  * demand batch. And kvp_writes_held() agrees with kvp_choose(): it says
@@ -2317,6 +2423,8 @@ TAP_MAIN(
 	{ test_pool_reserve, "part of the pool is demand's" },
 	{ test_normal_order, "normal tier oldest first, demand least work" },
 	{ test_share, "normal and prefetch shares under a demand backlog" },
+	{ test_aged_vs_demand,
+	  "an expired backlog takes turns with demand, not its place" },
 	{ test_defer_max_and_hold,
 	  "write_defer_max with demand queued; held agrees with choose" },
 	{ test_writes_vs_normal,
