@@ -273,6 +273,11 @@ void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p);
  * completed (kvb_kick_batch() in the host), so a device kept full by
  * other work would idle that many tags at each end, and a recall would
  * wait for them.
+ *
+ * The host may call it without its lock (has_work, completions): the
+ * controller's fields are then read once each, and the host keeps the
+ * parameters whole for such a reader (kv-sched.c's params_seq) since
+ * kvp_set_params() rewrites them, and restarting the controller zeroes it.
  */
 static inline u32 kvp_limit(const struct kvp_sched *ps)
 {
@@ -354,7 +359,8 @@ static inline void kvp_write_throttled(struct kvp_sched *ps, bool throttled)
  * or, at *@until, the oldest write expires or throttled writes have had
  * no arrival for KVP_WRITE_STALL_NS. Reads the core without
  * changing it: the host may call it without its lock for a hint
- * (has_work), and must then tolerate a stale answer.
+ * (has_work), and must then tolerate a stale answer, and keep the
+ * parameters whole as for kvp_limit().
  */
 bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until);
 
