@@ -35,7 +35,8 @@
 #      documentation stays reference
 #      (selftests/docs_check.sh); install-deps' and ksrc-prepare's
 #      pairing of each kernel image with its own source
-#      (selftests/deps_cli.sh); the Debian package and lintian.
+#      (selftests/deps_cli.sh); the Debian package, lintian, and what
+#      the package gives engines (selftests/deb_contents.sh).
 #
 # Output is TAP; the last line is "N passed, N failed, N skipped".
 # Environment: KVB_KERNELS="krel ..." restricts the kernels; KVB_TESTS
@@ -369,6 +370,7 @@ if make --no-print-directory deb > "$logdir/deb.log" 2>&1; then
 		grep -v 'root privileges' "$logdir/lintian.log" | ktap_diag
 		ktap_test_fail "lintian is clean on the package (errors, warnings, info)"
 	fi
+	host_test deb_contents.sh "package: " deb-contents.log
 else
 	ktap_diag < "$logdir/deb.log"
 	ktap_test_fail "make deb builds the kvbatch-dkms package"
