@@ -1340,6 +1340,18 @@ static void mini_queue(struct kvp_sched *ps, struct kvp_batch *b,
 	kvp_rq_queued(ps, b, mini_head(b));
 }
 
+/* Queue @n requests in @b, arriving a microsecond apart from @first. */
+static void mini_fill(struct kvp_sched *ps, struct kvp_batch *b,
+		      struct mini_rq *rq, u32 n, u64 first)
+{
+	u32 i;
+
+	for (i = 0; i < n; i++) {
+		rq[i].arrival = first + i * US;
+		mini_queue(ps, b, &rq[i]);
+	}
+}
+
 /* The demand tier closed @batches batches of @rqs requests, @bytes bytes. */
 static void demand_closed(struct kvp_sched *ps, const char *what, u64 batches,
 			  u64 rqs, u64 bytes)
@@ -1983,10 +1995,7 @@ static bool test_normal_order(void)
 
 	/* A tenant's deep queue (one key), then four one-request batches. */
 	db = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, 10 * US);
-	for (i = 0; i < 8; i++) {
-		deep[i].arrival = (10 + i) * US;
-		mini_queue(ps, db, &deep[i]);
-	}
+	mini_fill(ps, db, deep, 8, 10 * US);
 	for (i = 0; i < 4; i++) {
 		sb[i] = kvp_get_batch(ps, 100 + i, KVB_TIER_NORMAL,
 				      (20 + i) * US);
@@ -2053,10 +2062,7 @@ static bool test_aged_vs_demand(void)
 	ps->p = p;
 
 	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, 1 * US);
-	for (i = 0; i < 32; i++) {
-		n[i].arrival = (1 + i) * US;
-		mini_queue(ps, nb, &n[i]);
-	}
+	mini_fill(ps, nb, n, 32, 1 * US);
 	db = kvp_get_batch(ps, 2, KVB_TIER_DEMAND, now);
 	for (i = 0; i < 4; i++) {
 		d[i].arrival = now;
