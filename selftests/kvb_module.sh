@@ -157,7 +157,7 @@ noio_init() {
 		if (curtask->flags & 0x80000) { @noio = count(); }
 		else { @io = count(); } }' > "$out" 2>&1 &
 	pid=$!
-	kvb_bpftrace_wait "$out" "$pid"
+	kvb_bpftrace_wait "$out" "$pid" || rc=1
 	if kvb_cfs_nullb kvbnoio size=64 submit_queues=2; then
 		echo 1 > "$c/submit_queues" || { log "submit_queues 1 refused"; rc=1; }
 		[ "$(kvb_sched_of kvbnoio)" = kvbatch ] ||

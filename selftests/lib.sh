@@ -90,18 +90,24 @@ kvb_has_line() {
 	return 1
 }
 
-# kvb_bpftrace_wait OUT PID: wait, up to two minutes, until the bpftrace
-# writing OUT (process PID) has attached its probes: it says "Attaching N
-# probes" (0.17) or "Attached N probes" (0.23) once the program compiled.
-# Fails if it exits first or never says so.
+# kvb_bpftrace_wait OUT PID: wait, up to four minutes (a debug kernel's
+# guest beside another loads BTF slowly), until the bpftrace writing OUT
+# (process PID) has attached its probes: it says "Attaching N probes"
+# (0.17) or "Attached N probes" (0.23) once the program compiled. Fails,
+# saying why and with what bpftrace printed, if it exits first or never
+# says so.
 kvb_bpftrace_wait() {
 	local i
 
-	for i in $(seq 240); do
+	for i in $(seq 480); do
 		kvb_has_line "$1" Attach && return 0
-		kill -0 "$2" 2>/dev/null || return 1
+		if ! kill -0 "$2" 2>/dev/null; then
+			log "bpftrace exited before attaching: $(head -c 300 "$1" | tr '\n' ' ')"
+			return 1
+		fi
 		kvb_sleep 0.5
 	done
+	log "bpftrace not attached after 240 s: $(head -c 300 "$1" | tr '\n' ' ')"
 	return 1
 }
 
