@@ -101,19 +101,19 @@ sum() {
 # (its completion over the same batch size alone, measured by the same
 # kvbench just before), which takes out most of a TCG guest's speed
 # changing with the host's load; absolute times of one scheduler varied
-# 5x between boots of a loaded host. With the flood as demand, kvbatch's
-# recall mean was 2.6x and its p99 3.5x mq-deadline's (7.3 guest); with
-# it normal, 0.7x both. The bound, 1.5x, is above what noise did between
-# rounds and well below the former.
+# 5x between boots of a loaded host. The solo runs are short, and on a
+# host busy with other guests one scheduler's two rounds can differ by
+# nearly 2x; summed over both, a bound of 2x is above that noise and
+# below what a flood taken as demand costs (2.6x the mean).
 within() {
-	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 1.5 * b) }'
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b) }'
 }
 for m in mean p99; do
 	k=$(sum kvbatch ".slowdown.all.$m") d=$(sum mq-deadline ".slowdown.all.$m")
 	if [ $ok -ne 0 ]; then
 		ktap_test_fail "the loads ran (recall slowdown $m)"
 	else
-		ktap_check "root's recall slowdown $m under the flood is within 1.5x mq-deadline's ($k vs $d, two rounds)" \
+		ktap_check "root's recall slowdown $m under the flood is within 2x mq-deadline's ($k vs $d, two rounds)" \
 			within "$k" "$d"
 	fi
 done
