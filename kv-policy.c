@@ -30,10 +30,10 @@
  * Writes that can wait are held while demand reads are queued or in
  * flight (flash serves reads slower while it writes), and then released
  * in bursts, sector-sorted by the host, so they still make progress. A
- * hold is bounded three ways: by time (write_expire_ms), by count
- * (write_defer_max), and, for writes a writeback throttle counts, by
- * the writers: once none has joined them for KVP_WRITE_STALL_NS, they go
- * (kv-policy.h says why).
+ * hold is bounded four ways: by time (write_expire_ms), by count
+ * (write_defer_max), by a share of dispatches (write_share_pct), and, for
+ * writes a writeback throttle counts, by the writers: once none has
+ * joined them for KVP_WRITE_STALL_NS, they go (kv-policy.h says why).
  *
  * Batch metadata comes from a fixed pool: a workload inventing tags cannot
  * grow kernel memory. When the pool is exhausted, requests join their
@@ -660,20 +660,23 @@ static bool kvp_writes_stalled(const struct kvp_sched *ps, u64 now)
 	       now - ps->write_ns >= KVP_WRITE_STALL_NS;
 }
 
-/* @start a burst; @forced: one that finishes ahead of demand. */
+/*
+ * A deferred write: the next of the burst in progress if @len is 0, else
+ * the oldest, starting a burst of up to @len; @forced: one that finishes
+ * ahead of demand.
+ */
 static struct kvp_pick kvp_pick_write(struct kvp_sched *ps,
-				      enum kvb_reason why, bool start,
+				      enum kvb_reason why, u32 len,
 				      bool forced)
 {
 	struct kvp_pick pick = {
 		.kind = KVP_PICK_WRITE, .why = why, .batch = ps->wq,
-		.burst_start = start,
+		.burst_start = len != 0,
 	};
 
-	if (start) {
+	if (len) {
 		ps->burst_forced = forced;
-		ps->burst_left = ps->wq->queued < ps->p.write_batch ?
-				 ps->wq->queued : ps->p.write_batch;
+		ps->burst_left = min(ps->wq->queued, len);
 		ps->stats.bursts++;
 	}
 	ps->burst_left--;
@@ -697,6 +700,7 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun)
 	p->max_inflight = tun[KVB_MAX_INFLIGHT];
 	p->share_pct[KVB_TIER_NORMAL] = tun[KVB_NORMAL_SHARE_PCT];
 	p->share_pct[KVB_TIER_PREFETCH] = tun[KVB_PREFETCH_SHARE_PCT];
+	p->share_pct[KVB_TIER_WRITE] = tun[KVB_WRITE_SHARE_PCT];
 	p->hint_demand = tun[KVB_HINT_DEMAND];
 }
 
@@ -719,14 +723,17 @@ void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p)
  * served before demand. A backlogged tier thus gets at least share_pct
  * percent of the dispatches however much demand arrives; a tier that is
  * not waiting earns nothing, so it cannot bank credit and burst later.
- * Demand needs no share (it comes first) and writes are bounded by
- * write_defer_max instead.
+ * Demand needs no share (it comes first). Deferred writes may earn one
+ * too: held while demand is in flight, which under a steady recall load
+ * is always, they otherwise go only at their expiry or once
+ * write_defer_max of them wait, and a writer keeping fewer than that in
+ * flight falls behind for as long as the recalls last.
  */
 static void kvp_share_account(struct kvp_sched *ps, int served)
 {
 	int t;
 
-	for (t = KVB_TIER_NORMAL; t < KVB_NR_BATCH_TIERS; t++) {
+	for (t = KVB_TIER_NORMAL; t < KVB_NR_TIERS; t++) {
 		u32 *c = &ps->credit[t];
 
 		/* Called before the pick leaves the queue: queued >= 1. */
@@ -809,13 +816,18 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	if (oldest) {
 		aged = oldest->tier != KVB_TIER_DEMAND;
 		if (oldest == wq)
-			pick = kvp_pick_write(ps, KVB_WHY_EXPIRED, true, false);
+			pick = kvp_pick_write(ps, KVB_WHY_EXPIRED,
+					      ps->p.write_batch, false);
 		else
 			pick = kvp_pick_batch(oldest, KVB_WHY_EXPIRED);
 		goto out;
 	}
 
-	/* 2. A background tier owed its share (kvp_share_account). */
+	/*
+	 * 2. A background tier owed its share (kvp_share_account). A write
+	 * goes alone, or as the next of a burst in progress: a share spreads
+	 * writes among the reads rather than bunching them ahead of a tail.
+	 */
 	for (t = KVB_TIER_NORMAL; t < KVB_NR_BATCH_TIERS; t++) {
 		if (ps->credit[t] < 100)
 			continue;
@@ -824,6 +836,11 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 			pick = kvp_pick_batch(b, KVB_WHY_SHARE);
 			goto out;
 		}
+	}
+	if (wq->queued && ps->credit[KVB_TIER_WRITE] >= 100) {
+		pick = kvp_pick_write(ps, KVB_WHY_SHARE, ps->burst_left ? 0 : 1,
+				      ps->burst_forced);
+		goto out;
 	}
 
 	/*
@@ -837,7 +854,8 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	if (wq->queued && (wq->queued >= ps->p.write_defer_max ||
 			   kvp_writes_stalled(ps, now) ||
 			   (ps->burst_left && ps->burst_forced))) {
-		pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, !ps->burst_left,
+		pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST,
+				      ps->burst_left ? 0 : ps->p.write_batch,
 				      true);
 		goto out;
 	}
@@ -860,7 +878,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	 */
 	if (wq->queued) {
 		if (ps->burst_left) {
-			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, false,
+			pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST, 0,
 					      false);
 			goto out;
 		}
@@ -868,7 +886,8 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 			b = kvp_heap_top(&ps->tier[KVB_TIER_NORMAL].age);
 			if (!b || wq->head_ns <= b->head_ns) {
 				pick = kvp_pick_write(ps, KVB_WHY_WRITE_BURST,
-						      true, false);
+						      ps->p.write_batch,
+						      false);
 				goto out;
 			}
 		}
@@ -905,6 +924,7 @@ bool kvp_writes_held(const struct kvp_sched *ps, u64 now, u64 *until)
 	/* What kvp_choose() checks, in its order, for writes alone. */
 	if (!wq->queued || wq->queued != ps->queued || kvp_throttled(ps) ||
 	    ps->burst_left || wq->queued >= ps->p.write_defer_max ||
+	    ps->credit[KVB_TIER_WRITE] >= 100 ||
 	    !ps->tier[KVB_TIER_DEMAND].inflight ||
 	    kvp_expired(ps, KVB_TIER_WRITE, wq->head_ns, now) ||
 	    kvp_writes_stalled(ps, now))

@@ -68,8 +68,11 @@ struct kvp_params {
 	 */
 	bool	limit_auto;
 	u32	limit_ceiling;
-	/* Minimum share of dispatches, in percent, while backlogged. */
-	u32	share_pct[KVB_NR_BATCH_TIERS];
+	/*
+	 * Minimum share of dispatches, in percent, while backlogged; the
+	 * write tier's while its writes are deferred.
+	 */
+	u32	share_pct[KVB_NR_TIERS];
 	/* BE (or NONE) with a hint is demand (kvp_tier_of()). */
 	bool	hint_demand;
 };
@@ -149,7 +152,7 @@ struct kvp_sched {
 	/* The last pick was another tier's expired request, demand waiting. */
 	bool			aged_turn;
 	/* Share owed to each tier, in hundredths of a request. */
-	u32			credit[KVB_NR_BATCH_TIERS];
+	u32			credit[KVB_NR_TIERS];
 	/* The automatic max_inflight, fed with limit_auto only. */
 	struct kvp_depth	depth;
 	struct kvp_stats	stats;

@@ -28,6 +28,7 @@ KVB_TUNABLE(BATCH_KEY,		batch_key,		KVB_KEY_CGROUP_IOPRIO,
 	    0, KVB_NR_KEY_MODES - 1)
 KVB_TUNABLE(NORMAL_SHARE_PCT,	normal_share_pct,	0,	0,	50)
 KVB_TUNABLE(PREFETCH_SHARE_PCT,	prefetch_share_pct,	5,	0,	50)
+KVB_TUNABLE(WRITE_SHARE_PCT,	write_share_pct,	0,	0,	50)
 KVB_TUNABLE(HINT_DEMAND,	hint_demand,		0,	0,	1)
 
 #undef KVB_TUNABLE

@@ -1851,6 +1851,102 @@ static bool test_share(void)
 	return true;
 }
 
+/*
+ * The write share: 60 deferred writes behind a demand backlog that never
+ * empties. With no share they wait (for their expiry or write_defer_max);
+ * with 25 they get one dispatch in four, one at a time and oldest first,
+ * never two in a row; and a write queue left with only demand in flight
+ * is not held while it is owed a dispatch.
+ */
+static u32 write_share_run(u32 pct, u32 picks, u32 *longest_run, bool *order)
+{
+	static struct mini_rq d[400], w[60];
+	struct kvp_params p = default_params();
+	struct kvp_batch *db;
+	struct kvp_sched *ps;
+	u32 i, writes = 0, run = 0, next = 0;
+	void *mem;
+
+	mem = calloc(1, kvp_size(8));
+	ps = kvp_init(mem, 8);
+	p.share_pct[KVB_TIER_WRITE] = pct;
+	ps->p = p;
+	db = kvp_get_batch(ps, 1, KVB_TIER_DEMAND, 1);
+	mini_fill(ps, db, d, 400, 1);
+	mini_fill(ps, ps->wq, w, 60, 2);
+	*longest_run = 0;
+	*order = true;
+	for (i = 0; i < picks; i++) {
+		struct kvp_pick pick = kvp_choose(ps, 10 * US + i);
+		struct mini_rq *rq;
+
+		if (!pick.kind)
+			break;
+		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
+		if (pick.kind == KVP_PICK_WRITE) {
+			if (rq != &w[next++] || !pick.burst_start ||
+			    pick.why != KVB_WHY_SHARE)
+				*order = false;
+			writes++;
+			if (++run > *longest_run)
+				*longest_run = run;
+		} else {
+			run = 0;
+		}
+		list_del_init(&rq->node);
+		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
+				  0);
+		kvp_rq_completed(ps, pick.batch, 10 * US + i, 0);
+	}
+	free(mem);
+	return writes;
+}
+
+static bool test_write_share(void)
+{
+	struct mini_rq d, w;
+	struct kvp_params p = default_params();
+	struct kvp_sched *ps;
+	struct kvp_batch *db;
+	struct kvp_pick pick;
+	u32 writes, run;
+	bool order;
+	u64 until;
+	void *mem;
+
+	writes = write_share_run(0, 200, &run, &order);
+	EXPECT(writes == 0, "share 0: %u writes of 200 dispatches", writes);
+	writes = write_share_run(25, 200, &run, &order);
+	diag("write share 25%%: %u writes of 200 dispatches, at most %u in a "
+	     "row", writes, run);
+	EXPECT(writes >= 49 && writes <= 51,
+	       "share 25%%: %u writes of 200 dispatches", writes);
+	EXPECT(run == 1, "share 25%%: %u writes in a row", run);
+	EXPECT(order, "a share's write was not the oldest, alone, as a share");
+
+	/* Only writes queued, demand in flight, a dispatch owed: not held. */
+	mem = calloc(1, kvp_size(8));
+	ps = kvp_init(mem, 8);
+	p.share_pct[KVB_TIER_WRITE] = 50;
+	ps->p = p;
+	db = kvp_get_batch(ps, 1, KVB_TIER_DEMAND, 1);
+	mini_fill(ps, db, &d, 1, 1);
+	mini_fill(ps, ps->wq, &w, 1, 2);
+	ps->credit[KVB_TIER_WRITE] = 50;
+	pick = kvp_choose(ps, 10 * US);
+	EXPECT(pick.batch == db, "demand did not go first");
+	list_del_init(&d.node);
+	kvp_rq_dispatched(ps, db, 0, 4096, 10 * US);
+	EXPECT(!kvp_writes_held(ps, 11 * US, &until),
+	       "a write owed its share reported held (credit %u)",
+	       ps->credit[KVB_TIER_WRITE]);
+	pick = kvp_choose(ps, 11 * US);
+	EXPECT(pick.kind == KVP_PICK_WRITE && pick.why == KVB_WHY_SHARE,
+	       "the owed write did not go with demand in flight");
+	free(mem);
+	return true;
+}
+
 /* ---- tier mapping ------------------------------------------------------ */
 
 static bool test_tiers(void)
@@ -2429,6 +2525,7 @@ TAP_MAIN(
 	{ test_pool_reserve, "part of the pool is demand's" },
 	{ test_normal_order, "normal tier oldest first, demand least work" },
 	{ test_share, "normal and prefetch shares under a demand backlog" },
+	{ test_write_share, "the write share under a demand backlog" },
 	{ test_aged_vs_demand,
 	  "an expired backlog takes turns with demand, not its place" },
 	{ test_defer_max_and_hold,
