@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # write_share_pct: deferred writes behind a demand load that never lets
-# up. On a null_blk of four tags and a 1 ms service time, RT readers keep
+# up. On a null_blk of four tags and a 50 ms service time (slow enough
+# that even a debug kernel's fio keeps up with it), RT readers keep
 # sixteen reads queued while IDLE O_DIRECT writers (deferred) keep eight
 # writes waiting, fewer than write_defer_max, and write_expire_ms is a
 # minute: with a share of 0 nothing releases the writes while demand is
@@ -14,9 +15,9 @@ source "$(dirname "$0")/lib.sh"
 kvb_require_root
 kvb_require_cmd fio
 kvb_begin_nullb 6 submit_queues=1 hw_queue_depth=4 memory_backed=1 gb=1 \
-	irqmode=2 completion_nsec=1000000
+	irqmode=2 completion_nsec=50000000
 
-secs=8
+secs=10
 dir=/sys/block/nullb0/queue/iosched
 
 # round SHARE: run the load under write_share_pct SHARE; leave kvbatch's
