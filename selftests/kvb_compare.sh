@@ -7,7 +7,10 @@
 # kvbatch: the second round runs them in the other order, each round's
 # figures are on stderr, and the table and OUT.json hold the rounds
 # merged -- batches summed, the mean between the rounds' means, the p99
-# the mean of the rounds' p99s, seconds summed.
+# the mean of the rounds' p99s, seconds summed. An entry of -S with
+# tunables sets them on its scheduler (read back after its run) and is
+# its own row; one naming a tunable the scheduler lacks stops the run,
+# exit 1, naming it.
 source "$(dirname "$0")/lib.sh"
 
 kvb_require_root
@@ -15,7 +18,7 @@ kvb_require_cmd python3 jq
 kvcompare=$KVB_ROOT/tools/kvcompare
 kvbench=$KVB_ROOT/build/tools/kvbench
 [ -x "$kvbench" ] || ktap_exit_skip "kvbench not built (make tools)"
-kvb_begin_nullb 5 submit_queues=1 hw_queue_depth=4 irqmode=2 \
+kvb_begin_nullb 7 submit_queues=1 hw_queue_depth=4 irqmode=2 \
 	completion_nsec=1000000 gb=1
 
 tmp=$(mktemp -d /tmp/kvb-compare.XXXXXX)
@@ -88,6 +91,23 @@ ktap_check "mq-deadline's rounds merged: batches summed, mean between, p99 avera
 	merged mq-deadline
 ktap_check "kvbatch's rounds merged: batches summed, mean between, p99 averaged" \
 	merged kvbatch
+
+entry=kvbatch:max_inflight=2,write_share_pct=10
+"$kvcompare" -d /dev/nullb0 -n 64 -S "none $entry" -- -t 1 -r 40 --seed 7 \
+	-s 4,8 --foreign 2 > "$tmp/table" 2> "$tmp/err"
+rc=$?
+ktap_diag < "$tmp/table"
+ktap_check "an entry's tunables: set, its own row, its counters" \
+	sh -c "[ $rc = 0 ] && grep -q '^$entry ' '$tmp/table' &&
+	       grep -q '^# $entry: reason_' '$tmp/table' &&
+	       [ \"\$(cat /sys/block/nullb0/queue/iosched/max_inflight)\" = 2 ] &&
+	       [ \"\$(cat /sys/block/nullb0/queue/iosched/write_share_pct)\" = 10 ]"
+"$kvcompare" -d /dev/nullb0 -n 64 -S "none kvbatch:no_such_knob=1" -- -t 1 \
+	> "$tmp/out" 2> "$tmp/err"
+rc=$?
+ktap_diag < "$tmp/err"
+ktap_check "a tunable the scheduler lacks: exit 1, named" \
+	sh -c "[ $rc = 1 ] && grep -q 'kvbatch on nullb0 has no tunable no_such_knob' '$tmp/err'"
 
 rm -rf "$tmp"
 kvb_set_sched nullb0 none || true

@@ -124,13 +124,17 @@ ktap_check "kvsuite: 20 bad argument lists exit 2 with the usage" test $bad = 0
 # exit 2 with the usage before it touches the disk (a block device node
 # of no disk stands in for one: the checks come first): among them an
 # unknown scheduler in -S (refused before any module is loaded or
-# scheduler switched) and an -o it could not write (refused before the
-# rounds run, not after).
+# scheduler switched), a malformed tunable setting, settings of one
+# scheduler only, and an -o it could not write (refused before the rounds
+# run, not after).
 if [ "$(id -u)" = 0 ] && mknod "$tmp/blk" b 7 250 2> /dev/null; then
 	# shellcheck disable=SC2034 # read by cli_refuses()
 	cmp_bad=("-n|3" "-n|x" "-R|0" "-S|kvbatch" "-S|none none" "-S|foo bar"
-		 "-S|kvbatch foo" "-o|/nonexistent/x.json" "-o|$tmp" "--bogus")
-	ktap_check "kvcompare: 10 bad argument lists exit 2 with the usage" \
+		 "-S|kvbatch foo" "-o|/nonexistent/x.json" "-o|$tmp" "--bogus"
+		 "-S|none kvbatch:" "-S|none kvbatch:max_inflight"
+		 "-S|none kvbatch:a=1,,b=2" "-S|kvbatch kvbatch:max_inflight=4"
+		 "-S|none foo:a=1" "-S|none:a=1 none:a=1 kvbatch")
+	ktap_check "kvcompare: 16 bad argument lists exit 2 with the usage" \
 		cli_refuses '^usage: tools/kvcompare ' cmp_bad -- \
 			timeout 20 "$top/tools/kvcompare" -d "$tmp/blk"
 else
