@@ -133,8 +133,10 @@ if [ "$(id -u)" = 0 ] && mknod "$tmp/blk" b 7 250 2> /dev/null; then
 		 "-S|kvbatch foo" "-o|/nonexistent/x.json" "-o|$tmp" "--bogus"
 		 "-S|none kvbatch:" "-S|none kvbatch:max_inflight"
 		 "-S|none kvbatch:a=1,,b=2" "-S|kvbatch kvbatch:max_inflight=4"
-		 "-S|none foo:a=1" "-S|none:a=1 none:a=1 kvbatch")
-	ktap_check "kvcompare: 16 bad argument lists exit 2 with the usage" \
+		 "-S|none foo:a=1" "-S|none:a=1 none:a=1 kvbatch"
+		 "-S|none kvbatch:no_such_knob=1"
+		 "-S|none kvbatch:write_share_pct=51")
+	ktap_check "kvcompare: 18 bad argument lists exit 2 with the usage" \
 		cli_refuses '^usage: tools/kvcompare ' cmp_bad -- \
 			timeout 20 "$top/tools/kvcompare" -d "$tmp/blk"
 else
