@@ -974,6 +974,9 @@ static u32 random_trace(struct kvs_req *t, struct kvs_config *cfg, u32 max)
 	cfg->params.expire_ns[KVB_TIER_WRITE] = rnd_in(1000, 8000) * US;
 	cfg->params.write_batch = rnd_in(1, 8);
 	cfg->params.write_defer_max = rnd_in(1, 40);
+	/* Shares go after expiry: the bounds hold whatever they are. */
+	for (i = KVB_TIER_NORMAL; i < KVB_NR_TIERS; i++)
+		cfg->params.share_pct[i] = rnd() % 2 ? 0 : rnd_in(1, 50);
 
 	for (i = 0; i < n; i++) {
 		struct kvs_req *q = &t[i];
@@ -999,6 +1002,7 @@ static bool test_random(void)
 {
 	static struct kvs_req t[400];
 	u32 seed, bad_runs = 0, events = 0, overflow = 0, throttled = 0;
+	u32 wshares = 0;
 
 	for (seed = 1; seed <= KVT_RANDOM_TRACES; seed++) {
 		struct kvs_config cfg;
@@ -1040,6 +1044,12 @@ static bool test_random(void)
 				overflow += kv->ps->stats.overflow_rqs[tier] > 0;
 			throttled += kv->ps->stats.throttled > 0;
 		}
+		for (k = 0; k < n; k++)
+			if (r.rq[KVS_KVBATCH][k].tier == KVB_TIER_WRITE &&
+			    r.rq[KVS_KVBATCH][k].why == KVB_WHY_SHARE) {
+				wshares++;
+				break;
+			}
 		for (k = 0; k < KVS_NR_SCHEDS; k++)
 			if (r.rc[k])
 				ok = false;
@@ -1055,10 +1065,11 @@ static bool test_random(void)
 		run3_free(&r);
 	}
 	diag("random: %u traces, %u invariant checks, overflow in %u "
-	     "tier-runs, throttled in %u runs", KVT_RANDOM_TRACES, events,
-	     overflow, throttled);
+	     "tier-runs, throttled in %u runs, write shares in %u",
+	     KVT_RANDOM_TRACES, events, overflow, throttled, wshares);
 	/* The generator must reach the corners it is meant to. */
-	EXPECT(overflow > 0 && throttled > 0, "random traces too tame");
+	EXPECT(overflow > 0 && throttled > 0 && wshares > 0,
+	       "random traces too tame");
 	return bad_runs == 0;
 }
 
