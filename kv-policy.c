@@ -839,7 +839,7 @@ struct kvp_pick kvp_choose(struct kvp_sched *ps, u64 now)
 	}
 	if (wq->queued && ps->credit[KVB_TIER_WRITE] >= 100) {
 		pick = kvp_pick_write(ps, KVB_WHY_SHARE, ps->burst_left ? 0 : 1,
-				      ps->burst_forced);
+				      false);
 		goto out;
 	}
 

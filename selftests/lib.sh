@@ -97,17 +97,17 @@ kvb_has_line() {
 # saying why and with what bpftrace printed, if it exits first or never
 # says so.
 kvb_bpftrace_wait() {
-	local i
+	local i why="not attached after 240 s"
 
 	for i in $(seq 480); do
 		kvb_has_line "$1" Attach && return 0
 		if ! kill -0 "$2" 2>/dev/null; then
-			log "bpftrace exited before attaching: $(head -c 300 "$1" | tr '\n' ' ')"
-			return 1
+			why="exited before attaching"
+			break
 		fi
 		kvb_sleep 0.5
 	done
-	log "bpftrace not attached after 240 s: $(head -c 300 "$1" | tr '\n' ' ')"
+	log "bpftrace $why: $(head -c 300 "$1" | tr '\n' ' ')"
 	return 1
 }
 

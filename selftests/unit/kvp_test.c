@@ -1363,6 +1363,21 @@ static void mini_fill(struct kvp_sched *ps, struct kvp_batch *b,
 	}
 }
 
+/*
+ * Dispatch the first queued request of @pick's batch, as the host would,
+ * and return it.
+ */
+static struct mini_rq *mini_dispatch(struct kvp_sched *ps,
+				     const struct kvp_pick *pick, u64 now)
+{
+	struct mini_rq *rq = list_first_entry(&pick->batch->rqs,
+					      struct mini_rq, node);
+
+	list_del_init(&rq->node);
+	kvp_rq_dispatched(ps, pick->batch, mini_head(pick->batch), 4096, now);
+	return rq;
+}
+
 /* The demand tier closed @batches batches of @rqs requests, @bytes bytes. */
 static void demand_closed(struct kvp_sched *ps, const char *what, u64 batches,
 			  u64 rqs, u64 bytes)
@@ -1814,7 +1829,6 @@ static u32 share_run(u32 normal_pct, u32 prefetch_pct, u32 picks,
 	}
 	for (i = 0; i < picks; i++) {
 		struct kvp_pick pick;
-		struct mini_rq *rq;
 
 		if (idle_gap && i == picks / 2) {
 			/* Prefetch appears now: it has earned nothing yet. */
@@ -1826,9 +1840,7 @@ static u32 share_run(u32 normal_pct, u32 prefetch_pct, u32 picks,
 		pick = kvp_choose(ps, 10 + i);
 		if (pick.kind != KVP_PICK_BATCH)
 			break;
-		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
-		list_del_init(&rq->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096, 0);
+		mini_dispatch(ps, &pick, 0);
 		kvp_rq_completed(ps, pick.batch, 10 + i, 0);
 		by_tier[pick.batch->tier]++;
 		if (idle_gap && i == first_demand && first_demand &&
@@ -1893,7 +1905,7 @@ static u32 write_share_run(u32 pct, u32 picks, u32 *longest_run, bool *order)
 
 		if (!pick.kind)
 			break;
-		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
+		rq = mini_dispatch(ps, &pick, 0);
 		if (pick.kind == KVP_PICK_WRITE) {
 			if (rq != &w[next++] || !pick.burst_start ||
 			    pick.why != KVB_WHY_SHARE)
@@ -1904,9 +1916,6 @@ static u32 write_share_run(u32 pct, u32 picks, u32 *longest_run, bool *order)
 		} else {
 			run = 0;
 		}
-		list_del_init(&rq->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
-				  0);
 		kvp_rq_completed(ps, pick.batch, 10 * US + i, 0);
 	}
 	free(mem);
@@ -2112,7 +2121,6 @@ static bool test_normal_order(void)
 	/* Dispatch in order: the deep batch's eight, then the small ones. */
 	for (i = 0; i < 12; i++) {
 		struct kvp_batch *want = i < 8 ? db : sb[i - 8];
-		struct mini_rq *rq;
 
 		pick = kvp_choose(ps, 30 * US);
 		EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == want &&
@@ -2123,10 +2131,7 @@ static bool test_normal_order(void)
 		       (unsigned long long)want->key);
 		if (pick.kind != KVP_PICK_BATCH)
 			break;
-		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
-		list_del_init(&rq->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
-				  30 * US);
+		mini_dispatch(ps, &pick, 30 * US);
 	}
 
 	/* Demand: the batch with less remaining work first, though younger. */
@@ -2181,7 +2186,7 @@ static bool test_aged_vs_demand(void)
 		pick = kvp_choose(ps, now);
 		if (pick.kind != KVP_PICK_BATCH)
 			break;
-		rq = list_first_entry(&pick.batch->rqs, struct mini_rq, node);
+		rq = mini_dispatch(ps, &pick, now);
 		if (pick.batch == db) {
 			done++;
 			last = i;
@@ -2192,9 +2197,6 @@ static bool test_aged_vs_demand(void)
 			       kvb_reason_names[pick.why], next);
 			next++;
 		}
-		list_del_init(&rq->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
-				  now);
 	}
 	EXPECT(i == 36 && done == 4 && next == 32,
 	       "%u dispatches: %u demand, %u normal", i, done, next);
@@ -2221,10 +2223,7 @@ static bool test_aged_vs_demand(void)
 		       pick.kind ? "demand" : "nothing");
 		if (!pick.kind)
 			break;
-		list_del_init(&list_first_entry(&pick.batch->rqs,
-						struct mini_rq, node)->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096,
-				  now);
+		mini_dispatch(ps, &pick, now);
 	}
 	free(mem);
 	return true;
@@ -2459,9 +2458,7 @@ static bool test_writes_vs_normal(void)
 		if (pick.kind != KVP_PICK_BATCH)
 			break;
 		before++;
-		list_del_init(&list_first_entry(&pick.batch->rqs,
-						struct mini_rq, node)->node);
-		kvp_rq_dispatched(ps, pick.batch, mini_head(pick.batch), 4096, 0);
+		mini_dispatch(ps, &pick, 0);
 		kvp_rq_completed(ps, pick.batch, now, 0);
 		n[used].arrival = now;
 		mini_queue(ps, kvp_get_batch(ps, pick.batch->key,
