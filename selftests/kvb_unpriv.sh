@@ -97,23 +97,23 @@ sum() {
 }
 # Under mq-deadline root's RT recalls go strictly before the flood's BE
 # reads: that is what the kernel's own policy gives a privileged process,
-# and kvbatch must give at least that. Compared is each recall's slowdown
-# (its completion over the same batch size alone, measured by the same
-# kvbench just before), which takes out most of a TCG guest's speed
-# changing with the host's load; absolute times of one scheduler varied
-# 5x between boots of a loaded host. The solo runs are short, and on a
-# host busy with other guests one scheduler's two rounds can differ by
-# nearly 2x; summed over both, a bound of 2x is above that noise and
-# below what a flood taken as demand costs (2.6x the mean).
+# and kvbatch must give at least that. Compared are root's recall times,
+# summed over each scheduler's two rounds in this boot: the A B B A order
+# cancels a steady drift of the host's speed. Not the slowdowns: their
+# solo runs are a few batches long, and one round of mq-deadline on a
+# busy host measured its solo time above its loaded mean (slowdown 0.6).
+# With the flood taken as demand (hint_demand 1), kvbatch's recall mean
+# was 14x and its p99 11x mq-deadline's; with it normal, up to 1.6x the
+# mean on a host running three guests. The bound is 3x.
 within() {
-	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 2 * b) }'
+	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 3 * b) }'
 }
 for m in mean p99; do
-	k=$(sum kvbatch ".slowdown.all.$m") d=$(sum mq-deadline ".slowdown.all.$m")
+	k=$(sum kvbatch ".batch_ms.all.$m") d=$(sum mq-deadline ".batch_ms.all.$m")
 	if [ $ok -ne 0 ]; then
-		ktap_test_fail "the loads ran (recall slowdown $m)"
+		ktap_test_fail "the loads ran (recall $m)"
 	else
-		ktap_check "root's recall slowdown $m under the flood is within 2x mq-deadline's ($k vs $d, two rounds)" \
+		ktap_check "root's recall $m under the flood is within 3x mq-deadline's ($k vs $d ms, two rounds)" \
 			within "$k" "$d"
 	fi
 done
