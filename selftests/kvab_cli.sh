@@ -18,7 +18,7 @@ set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
 kvab=$top/tools/kvab
 tmp=$(mktemp -d /tmp/kvab-cli.XXXXXX)
-trap 'rm -rf "$tmp" "$top/build/kvab/c1" "$top/build/kvab/c2" "$top/build/kvab/c3"' EXIT
+trap 'rm -rf "$tmp" "$top/build/kvab/c1" "$top/build/kvab/c2" "$top/build/kvab/c3" "$top/build/kvab/c4"' EXIT
 
 # shellcheck source=selftests/ktap_helpers.sh
 source "$(dirname "$0")/ktap_helpers.sh"
@@ -154,6 +154,20 @@ ktap_check "the revision's module is kvbc1 throughout (name, alias, elevator)" \
 ktap_check "the patched module is kvbc2 and carries the patch" \
 	sh -c "[ \"\$(modinfo -F kvab_mark '$ko2')\" = kvab-cli-mark ] &&
 	       [ \"\$(modinfo -F name '$ko2')\" = kvbc2 ]"
+
+# A kernel tools/kvvm boots from the Debian 13 root (7.3: no /boot image
+# on the host) is one kvab builds for too.
+k73=$(make -s -C "$top" --no-print-directory print-kernels | tr ' ' '\n' |
+	grep -m1 '^7\.3\.')
+if [ -z "$k73" ]; then
+	ktap_test_skip "-k a kernel of the Debian 13 root: no 7.3 kernel on this host"
+elif "$kvab" -n -k "$k73" c4=HEAD > "$tmp/ko73" 2> "$tmp/err" &&
+     grep -q "/kvbc4/$k73/kvbc4.ko\$" "$tmp/ko73"; then
+	ktap_test_pass "-k a kernel of the Debian 13 root ($k73): built for"
+else
+	ktap_print_msg "$(tail -3 "$tmp/err")"
+	ktap_test_fail "-k a kernel of the Debian 13 root ($k73): built for"
+fi
 
 printf -- '--- a/kv-sched.c\n+++ b/kv-sched.c\n@@ -1,1 +1,1 @@\n-no such line\n+x\n' \
 	> "$tmp/bad.patch"
