@@ -50,11 +50,20 @@
  * completions, at start, after every KVP_DEPTH_PROBE_EVERY of busy time
  * (and at least 100 probes' time, so probing costs at most 1% of it), and
  * at once when the dies inferred move by a quarter over KVP_DEPTH_SPAN
- * windows (the service changed: writes began or ended); each only under a
+ * windows (the service changed: GC began or ended); each only under a
  * load at least the probe's depth that shows a queue somewhere, and given
  * up if the load goes away.
  * The die count is the maximum over that span, so a GC pause or a burst
  * gap does not pull the limit down.
+ *
+ * Reads and writes (programs, erases), small and large, differ several
+ * times in service time, and a load's mix moves; kvbatch's own order
+ * fills a probe's few slots with demand reads and keeps writes, and
+ * smaller foreign reads, out of it. So the unloaded time and its variance
+ * are kept per class of request, by operation and size; a window's r is
+ * its latency over its completions' unloaded work, each at its class's
+ * time, and k is the mix's. A class no probe measured is inferred under
+ * load (kvp_depth_infer()).
  *
  * One case the formula cannot see: a device whose throughput does not
  * grow with depth at all (one busy unit, or capped by rate, as a
@@ -92,6 +101,8 @@
 #define KVP_DEPTH_WINDOW_MIN	64U
 #define KVP_DEPTH_PROBE		4U
 #define KVP_DEPTH_PROBE_RQS	128U
+/* A probe measures a class from this many of its completions. */
+#define KVP_DEPTH_PROBE_CL	16U
 #define KVP_DEPTH_PROBE_EVERY	(5ULL * NSEC_PER_SEC)
 /* Below this r the device queued nothing: no die count is inferred. */
 #define KVP_DEPTH_R_QUEUE	(Q16 + Q16 / 4)
@@ -151,7 +162,14 @@ static void kvp_depth_reset(struct kvp_depth *d)
 	d->lat_min = 0;
 	d->busy_ns = 0;
 	d->lat_ns = 0;
-	d->lat2 = 0;
+	memset(d->n_cl, 0, sizeof(d->n_cl));
+	memset(d->lat_cl, 0, sizeof(d->lat_cl));
+	memset(d->lat2, 0, sizeof(d->lat2));
+}
+
+static bool kvp_depth_known(const struct kvp_depth *d)
+{
+	return d->base_ns[d->main];
 }
 
 /* The next window counts only what @limit admits. */
@@ -174,26 +192,54 @@ static u64 kvp_depth_r(u64 k, u64 u)
 	return Q16 + div64_u64(k * u, Q16 - u);
 }
 
-/* A probe's window is complete: the unloaded mean and variance. */
+/*
+ * A probe's window is complete: each class's unloaded mean and variance.
+ * A class it saw too little of keeps what an earlier probe measured, or
+ * is inferred under load (kvp_depth_infer()); after a change of service,
+ * only the latter.
+ */
 static void kvp_depth_probed(struct kvp_depth *d, u64 now)
 {
-	u64 mean = div64_u64(d->lat_ns, d->n);
-	u64 m64 = div64_u64(d->lat_ns >> 6, d->n);
-	u64 cv2 = 0;
+	u64 cv2_sum = 0;
+	u32 cl, nr = 0, least = 0;
 
-	if (m64)
-		cv2 = mul_u64_u64_div_u64(div64_u64(d->lat2, d->n), Q16,
-					  m64 * m64);
-	cv2 = clamp_t(u64, cv2, Q16, 17 * Q16) - Q16;
-	if (d->base_ns && !d->fresh && mean < 2 * d->base_ns &&
-	    d->base_ns < 2 * mean) {
-		/* Half each: a probe's hundred-odd samples are noisy. */
-		d->base_ns = (d->base_ns + mean) / 2;
-		d->cv2 = (d->cv2 + (u32)cv2) / 2;
-	} else {
-		d->base_ns = mean;
-		d->cv2 = cv2;
+	/* The class seen most is measured, whatever its count. */
+	for (cl = 0; cl < KVP_DEPTH_CLASSES; cl++)
+		least = max(least, d->n_cl[cl]);
+	least = min(least, KVP_DEPTH_PROBE_CL);
+	for (cl = 0; cl < KVP_DEPTH_CLASSES; cl++) {
+		u32 n = d->n_cl[cl];
+		u64 mean, m64, cv2 = 0, *base = &d->base_ns[cl];
+
+		if (n < least) {
+			if (d->fresh) {
+				*base = 0;
+				d->est_ns[cl] = 0;
+			}
+			continue;
+		}
+		mean = div64_u64(d->lat_cl[cl], n);
+		m64 = div64_u64(d->lat_cl[cl] >> 6, n);
+		if (m64)
+			cv2 = mul_u64_u64_div_u64(div64_u64(d->lat2[cl], n),
+						  Q16, m64 * m64);
+		cv2 = clamp_t(u64, cv2, Q16, 17 * Q16) - Q16;
+		if (*base && !d->fresh && mean < 2 * *base &&
+		    *base < 2 * mean) {
+			/* Half each: a probe's hundred-odd samples are noisy. */
+			*base = (*base + mean) / 2;
+			d->cv2[cl] = (d->cv2[cl] + (u32)cv2) / 2;
+		} else {
+			*base = mean;
+			d->cv2[cl] = cv2;
+		}
+		d->est_ns[cl] = 0;
+		cv2_sum += (u64)n * d->cv2[cl];
+		nr += n;
+		if (n > d->n_cl[d->main] || !d->base_ns[d->main])
+			d->main = cl;
 	}
+	d->cv2_all = div64_u64(cv2_sum, max(nr, 1U));
 	d->fresh = false;
 	WRITE_ONCE(d->probing, false);
 	d->busy_since_probe = 0;
@@ -262,24 +308,101 @@ static void kvp_depth_watch(struct kvp_depth *d, u64 dies)
 	}
 }
 
+/*
+ * The unloaded time of a class @cl the probes did not measure (writes, or
+ * smaller reads, that kvbatch kept out of the probe), from this window:
+ * its requests share the dies' FIFOs with the measured classes and wait
+ * as long as they do, @wait_ns on average, so its service time is the
+ * rest of its mean latency. A filter of an eighth smooths it over
+ * windows. 0: not known yet.
+ */
+static u64 kvp_depth_infer(struct kvp_depth *d, u32 cl, u64 wait_ns,
+			   bool beside)
+{
+	u64 lat = div64_u64(d->lat_cl[cl], d->n_cl[cl]);
+	u64 e, *est = &d->est_ns[cl];
+
+	/* Without a measured class beside it, the wait is not known. */
+	if (beside) {
+		e = clamp_t(u64, lat > wait_ns ? lat - wait_ns : 0,
+			    (lat >> 6) + 1, lat);
+		*est = *est ? *est - *est / 8 + e / 8 : e;
+	}
+	return *est;
+}
+
+/*
+ * The window's unloaded work: its completions, each at its class's
+ * unloaded time, in ns (@work); and the second moment of that service
+ * time over its squared mean, 1 + cv2 of the mix (@m2, Q16), an inferred
+ * class taking the probes' pooled variance. False if the window has a
+ * class neither measured nor inferred yet.
+ */
+static bool kvp_depth_work(struct kvp_depth *d, u64 *work, u64 *m2)
+{
+	u64 m[KVP_DEPTH_CLASSES], lat = 0, wait = 0, mean, q, cv;
+	u32 cl, n = 0;
+
+	/* The measured classes' mean wait in the device. */
+	*work = 0;
+	for (cl = 0; cl < KVP_DEPTH_CLASSES; cl++) {
+		if (!d->base_ns[cl] || !d->n_cl[cl])
+			continue;
+		n += d->n_cl[cl];
+		lat += d->lat_cl[cl];
+		*work += d->n_cl[cl] * d->base_ns[cl];
+	}
+	if (n && lat > *work)
+		wait = div64_u64(lat - *work, n);
+	for (cl = 0; cl < KVP_DEPTH_CLASSES; cl++) {
+		m[cl] = d->base_ns[cl];
+		if (!d->n_cl[cl] || m[cl])
+			continue;
+		m[cl] = kvp_depth_infer(d, cl, wait, n);
+		if (!m[cl])
+			return false;
+		*work += d->n_cl[cl] * m[cl];
+	}
+	mean = div64_u64(*work, d->n);
+	if (!mean)
+		return false;
+	*m2 = 0;
+	for (cl = 0; cl < KVP_DEPTH_CLASSES; cl++) {
+		if (!d->n_cl[cl])
+			continue;
+		q = min(div64_u64(m[cl] << 16, mean), 64 * Q16);
+		cv = d->base_ns[cl] ? d->cv2[cl] : d->cv2_all;
+		*m2 += mul_u64_u64_div_u64((u64)d->n_cl[cl] * q, q,
+					   (u64)d->n << 16) * (Q16 + cv) >> 16;
+	}
+	*m2 = clamp_t(u64, *m2, Q16, 17 * Q16);
+	return true;
+}
+
 /* A window is complete: the limit that keeps U_STAR of the throughput. */
 static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 {
-	u64 k = (Q16 + d->cv2) / 2;
-	u64 mean = div64_u64(d->lat_ns, d->n);
 	u64 rate = div64_u64((u64)d->n * NSEC_PER_SEC, d->busy_ns);
-	u64 r, u, dies = 0, c, a, disc, uc, ut, limit, rate_sum = 0;
+	u64 k, r, u, work, m2, dies = 0, c, a, disc, uc, ut, limit;
+	u64 rate_sum = 0;
 	u32 i, ceiling = 0, nr_rates = 0;
 
+	if (!kvp_depth_work(d, &work, &m2)) {
+		/* No probe measured what this load does: probe it. */
+		d->busy_since_probe = d->probe_every;
+		kvp_depth_reset(d);
+		return false;
+	}
+	k = m2 / 2;
 	if (d->limit > KVP_DEPTH_PROBE) {
 		d->rates[d->rslot] = rate;
 		d->rslot = (d->rslot + 1) % KVP_DEPTH_SPAN;
 	}
-	r = min(div64_u64(mean << 16, d->base_ns), 4096 * Q16);
+	r = min(mul_u64_u64_div_u64(d->lat_ns, Q16, work), 4096 * Q16);
 	if (r > KVP_DEPTH_R_QUEUE) {
 		u = div64_u64((r - Q16) << 16, r - Q16 + k);
-		/* Busy dies X base (Q16), over their utilisation: Q8. */
-		dies = div64_u64(mul_u64_u64_div_u64(d->n, d->base_ns << 16,
+		/* Busy dies, work over busy time (Q16), over u: Q8. */
+		dies = div64_u64(mul_u64_u64_div_u64(work, Q16,
 						     d->busy_ns) << 8, u);
 		dies = clamp_t(u64, dies, 1, U32_MAX);
 		kvp_depth_watch(d, dies);
@@ -357,7 +480,7 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	return true;
 }
 
-bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns, u32 cl,
 			 u32 inflight, u32 queued)
 {
 	u64 units;
@@ -388,9 +511,13 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	}
 	d->n++;
 	d->lat_ns += lat_ns;
+	if (cl >= KVP_DEPTH_CLASSES)
+		cl = 0;
+	d->n_cl[cl]++;
+	d->lat_cl[cl] += lat_ns;
 	if (d->probing) {
 		units = min(lat_ns >> 6, 1ULL << 24);
-		d->lat2 += units * units;
+		d->lat2[cl] += units * units;
 		if (d->n < KVP_DEPTH_PROBE_RQS)
 			return false;
 		kvp_depth_probed(d, now);
@@ -407,7 +534,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 	 * device of free units, fixed service time) nothing is probed, and
 	 * nothing is ever held.
 	 */
-	if ((!d->base_ns || d->busy_since_probe >= d->probe_every) &&
+	if ((!kvp_depth_known(d) || d->busy_since_probe >= d->probe_every) &&
 	    inflight + queued >= KVP_DEPTH_PROBE &&
 	    2 * d->lat_ns > 3 * d->lat_min * d->n) {
 		WRITE_ONCE(d->probing, true);
@@ -417,7 +544,7 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
 		kvp_depth_set(d, min(KVP_DEPTH_PROBE, d->max), now);
 		return true;
 	}
-	if (!d->base_ns) {
+	if (!kvp_depth_known(d)) {
 		kvp_depth_reset(d);
 		return false;
 	}

@@ -9,6 +9,8 @@
 #define _KV_DEPTH_H
 
 #ifdef __KERNEL__
+#include <linux/bitops.h>
+#include <linux/minmax.h>
 #include <linux/types.h>
 #else
 #include "kv-user.h"
@@ -16,6 +18,22 @@
 
 /* Windows of the filters over the dies' count and the load's depth. */
 #define KVP_DEPTH_SPAN		16
+
+/*
+ * Classes of request, each with its own unloaded service time: reads, and
+ * writes and discards (programs, erases), each by size: 4 KiB or less, 8,
+ * 16, 32, 64 KiB, larger.
+ */
+#define KVP_DEPTH_SIZES		6
+#define KVP_DEPTH_CLASSES	(2 * KVP_DEPTH_SIZES)
+
+static inline u32 kvp_depth_class(bool write, u32 sectors)
+{
+	u32 size = sectors > 8 ? min_t(u32, fls64(sectors - 1) - 3,
+				       KVP_DEPTH_SIZES - 1) : 0;
+
+	return (write ? KVP_DEPTH_SIZES : 0) + size;
+}
 
 struct kvp_depth {
 	u32	limit;		/* in [1, max]; READ_ONCE() outside the lock */
@@ -31,14 +49,25 @@ struct kvp_depth {
 	u64	busy_ns;
 	u64	lat_ns;		/* sum of their times in the device */
 	u64	lat_min;	/* the shortest */
-	u64	lat2;		/* sum of squares, in 64 ns units (probe) */
+	/* Per class: completions, times, squares in 64 ns units (probe). */
+	u32	n_cl[KVP_DEPTH_CLASSES];
+	u64	lat_cl[KVP_DEPTH_CLASSES];
+	u64	lat2[KVP_DEPTH_CLASSES];
 	/* Requests outstanding (in flight + queued), summed per completion. */
 	u64	out_sum;
 	u32	out_n;
 
-	/* The unloaded device, from the probes. */
-	u64	base_ns;	/* mean time in the device, 0: unknown */
-	u32	cv2;		/* its squared coefficient of variation, Q16 */
+	/*
+	 * The unloaded device per class: from the probes (mean time in the
+	 * device, 0: unknown; its squared coefficient of variation, Q16),
+	 * else inferred under load (0: not yet), with the probes' pooled
+	 * variance. The class the last probe saw most of.
+	 */
+	u64	base_ns[KVP_DEPTH_CLASSES];
+	u32	cv2[KVP_DEPTH_CLASSES];
+	u64	est_ns[KVP_DEPTH_CLASSES];
+	u32	cv2_all;
+	u32	main;
 	bool	fresh;		/* the next probe replaces base_ns and cv2 */
 	u64	probe_start;
 	u64	busy_since_probe;
@@ -72,11 +101,11 @@ void kvp_depth_set_max(struct kvp_depth *d, u32 max);
 /* A request entered the device; @inflight counts it. */
 void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);
 /*
- * A request completed after @lat_ns in the device (0: unknown); @inflight
- * no longer counts it, @queued requests wait in kvbatch. Returns true if
- * the limit changed.
+ * A request of class @cl (kvp_depth_class()) completed after @lat_ns in
+ * the device (0: unknown); @inflight no longer counts it, @queued requests
+ * wait in kvbatch. Returns true if the limit changed.
  */
-bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns,
+bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns, u32 cl,
 			 u32 inflight, u32 queued);
 /* Dies inferred over the last windows; 0: none (no queue in the device). */
 u32 kvp_depth_dies(const struct kvp_depth *d);

@@ -49,6 +49,7 @@ struct kvb_done {
 	struct kvp_batch	*b;
 	u64			now;
 	u64			lat;
+	u32			cl;	/* kvp_depth_class() */
 };
 
 struct kvb_pcpu {

@@ -610,15 +610,17 @@ void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns)
 }
 
 void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now,
-		      u64 lat_ns)
+		      u64 lat_ns, u32 cl)
 {
 	struct kvp_depth *d = &ps->depth;
 	u32 old = d->limit;
 
 	kvp_count(ps, b, 0, -1);
 	if (ps->p.limit_auto &&
-	    kvp_depth_completed(d, now, lat_ns, ps->inflight, ps->queued))
-		trace_kvbatch_depth(ps->dev, old, d->limit, d->base_ns);
+	    kvp_depth_completed(d, now, lat_ns, cl, ps->inflight,
+				ps->queued))
+		trace_kvbatch_depth(ps->dev, old, d->limit,
+				    d->base_ns[d->main]);
 	if (b->queued)
 		kvp_heap_fix(&ps->tier[b->tier].work, b);
 	else if (!b->inflight)

@@ -213,9 +213,12 @@ void kvp_rq_unqueued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns,
 void kvp_rq_dispatched(struct kvp_sched *ps, struct kvp_batch *b,
 		       u64 head_ns, u32 bytes, u64 now);
 void kvp_rq_requeued(struct kvp_sched *ps, struct kvp_batch *b, u64 head_ns);
-/* @lat_ns: the request's time in the device, 0 if unknown. */
+/*
+ * @lat_ns: the request's time in the device, 0 if unknown; @cl its class
+ * for the depth controller (kvp_depth_class()).
+ */
 void kvp_rq_completed(struct kvp_sched *ps, struct kvp_batch *b, u64 now,
-		      u64 lat_ns);
+		      u64 lat_ns, u32 cl);
 /*
  * The arrival time of @b's oldest queued request changed without a request
  * entering or leaving it: a request of @b received an older one by a merge.

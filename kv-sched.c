@@ -203,8 +203,7 @@ static void kvb_apply_params(struct kvb_data *kd)
  * Apply one completion to the core: the batch's accounting (which may close
  * it) and the depth controller's sample.
  */
-static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
-			     u64 now, u64 lat)
+static void kvb_complete_one(struct kvb_data *kd, const struct kvb_done *c)
 {
 	struct kvp_sched *ps = kd->ps;
 
@@ -215,7 +214,7 @@ static void kvb_complete_one(struct kvb_data *kd, struct kvp_batch *b,
 	/* Work waits for max_inflight: a hold, until the kick. */
 	if (ps->queued && kvp_throttled(ps))
 		WRITE_ONCE(kd->held, true);
-	kvp_rq_completed(ps, b, now, lat);
+	kvp_rq_completed(ps, c->b, c->now, c->lat, c->cl);
 }
 
 /*
@@ -260,8 +259,7 @@ static unsigned int kvb_drain_cpu(struct kvb_data *kd, struct kvb_pcpu *pc,
 	n = min(pc->n, max);
 	atomic_sub(n, &kd->undrained);
 	for (i = 0; i < n; i++)
-		kvb_complete_one(kd, pc->rec[i].b, pc->rec[i].now,
-				 pc->rec[i].lat);
+		kvb_complete_one(kd, &pc->rec[i]);
 	pc->n -= n;
 	if (pc->n)
 		memmove(pc->rec, pc->rec + n, pc->n * sizeof(pc->rec[0]));
@@ -321,8 +319,7 @@ void kvb_drain(struct kvb_data *kd)
  * Record a completion on this CPU for kvb_drain(); false if the CPU's
  * buffer is full.
  */
-static bool kvb_record(struct kvb_data *kd, struct kvp_batch *b, u64 now,
-		       u64 lat)
+static bool kvb_record(struct kvb_data *kd, const struct kvb_done *c)
 {
 	struct kvb_pcpu *pc;
 	unsigned long flags;
@@ -332,7 +329,7 @@ static bool kvb_record(struct kvb_data *kd, struct kvp_batch *b, u64 now,
 	pc = this_cpu_ptr(kd->pcpu);
 	spin_lock(&pc->lock);
 	if (pc->n < KVB_DONE_RECS) {
-		pc->rec[pc->n++] = (struct kvb_done){ b, now, lat };
+		pc->rec[pc->n++] = *c;
 		/* Tested first: the mask is shared by every CPU. */
 		if (!cpumask_test_cpu(smp_processor_id(), &kd->pcpu_mask))
 			cpumask_set_cpu(smp_processor_id(), &kd->pcpu_mask);
@@ -1187,16 +1184,20 @@ static void kvb_request_done(struct request *rq, u64 now)
 	struct kvp_sched *ps = kd->ps;
 	struct kvp_batch *b = kvb_rq_batch(rq);
 	struct blk_mq_hw_ctx *hctx = rq->mq_hctx;
+	struct kvb_done c = {
+		.b = b, .now = now,
+		.cl = kvp_depth_class(op_is_write(req_op(rq)),
+				      blk_rq_stats_sectors(rq)),
+	};
 	bool recorded = false, demand, run;
 	unsigned long flags;
-	u64 lat = 0;
 
 	if (rq->io_start_time_ns && now > rq->io_start_time_ns)
-		lat = now - rq->io_start_time_ns;
+		c.lat = now - rq->io_start_time_ns;
 	kvb_rq_set_state(rq, 0);
 
 	if (b && !READ_ONCE(ps->wq->queued) && !kvb_goes_idle(kd) &&
-	    kvb_record(kd, b, now, lat)) {
+	    kvb_record(kd, &c)) {
 		recorded = true;
 		if (!kvb_record_needs_lock(kd))
 			return;
@@ -1210,7 +1211,7 @@ static void kvb_request_done(struct request *rq, u64 now)
 		kd->inflight--;
 		kd->stats.completed++;
 	} else if (!recorded) {
-		kvb_complete_one(kd, b, now, lat);
+		kvb_complete_one(kd, &c);
 		kvb_arm_reap(kd);
 		/*
 		 * A completion that recorded meanwhile may have read the

@@ -1422,8 +1422,8 @@ static bool test_requeue_counts(void)
 	kvp_rq_requeued(ps, b, mini_head(b));
 	list_del_init(&r[0].node);
 	kvp_rq_dispatched(ps, b, 0, 0, 0);
-	kvp_rq_completed(ps, b, 10, 0);
-	kvp_rq_completed(ps, b, 11, 0);
+	kvp_rq_completed(ps, b, 10, 0, kvp_depth_class(false, 8));
+	kvp_rq_completed(ps, b, 11, 0, kvp_depth_class(false, 8));
 	kvp_flush_draining(ps);
 	demand_closed(ps, "one read requeued", 1, 2, 2 * 4096);
 	free(mem);
@@ -1472,8 +1472,8 @@ static bool test_merge_burst(void)
 	EXPECT(pick.kind == KVP_PICK_WRITE, "burst did not continue");
 	list_del_init(&w[1].node);
 	kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096, 0);
-	kvp_rq_completed(ps, ps->wq, 20, 0);
-	kvp_rq_completed(ps, ps->wq, 21, 0);
+	kvp_rq_completed(ps, ps->wq, 20, 0, kvp_depth_class(true, 8));
+	kvp_rq_completed(ps, ps->wq, 21, 0, kvp_depth_class(true, 8));
 	EXPECT(!ps->queued && !ps->inflight, "not idle");
 
 	/* A recall read goes to the device... */
@@ -1536,7 +1536,7 @@ static bool test_direct(void)
 		       kvb_reason_names[kvp_direct_why(t)]);
 		list_del_init(&m.node);
 		kvp_rq_dispatched(ps, nb, 0, 4096, 0);
-		kvp_rq_completed(ps, nb, 2, 0);
+		kvp_rq_completed(ps, nb, 2, 0, kvp_depth_class(false, 8));
 	}
 	EXPECT(!ps->queued && !ps->inflight, "not idle after the lone picks");
 	kvp_stats_reset(ps);
@@ -1569,7 +1569,7 @@ static bool test_direct(void)
 	db = kvp_get_batch(ps, 8, KVB_TIER_DEMAND, 31);
 	mini_queue(ps, db, &b);
 	EXPECT(!kvp_may_direct(ps, KVB_TIER_DEMAND), "direct past a queue");
-	kvp_rq_completed(ps, da, 40, 0);
+	kvp_rq_completed(ps, da, 40, 0, kvp_depth_class(false, 8));
 	EXPECT(da->state == KVP_BATCH_OPEN, "batch closed with work left");
 	pick = kvp_choose(ps, 41);
 	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == db,
@@ -1577,7 +1577,7 @@ static bool test_direct(void)
 	       pick.batch ? (unsigned long long)pick.batch->key : 0ULL);
 	list_del_init(&b.node);
 	kvp_rq_dispatched(ps, db, 0, 4096, 0);
-	kvp_rq_completed(ps, db, 42, 0);
+	kvp_rq_completed(ps, db, 42, 0, kvp_depth_class(false, 8));
 
 	pick = kvp_choose(ps, 43);
 	EXPECT(pick.kind == KVP_PICK_BATCH && pick.batch == da, "7 not next");
@@ -1592,8 +1592,8 @@ static bool test_direct(void)
 	kvp_rq_unqueued(ps, ps->wq, 0, 61);
 
 	/* Batch 7 closes with its last completion: 3 requests, 12 KiB. */
-	kvp_rq_completed(ps, da, 70, 0);
-	kvp_rq_completed(ps, da, 71, 0);
+	kvp_rq_completed(ps, da, 70, 0, kvp_depth_class(false, 8));
+	kvp_rq_completed(ps, da, 71, 0, kvp_depth_class(false, 8));
 	EXPECT(!ps->queued && !ps->inflight, "not idle at the end");
 	demand_closed(ps, "batches 7 and 8", 2, 4, 4 * 4096);
 	free(mem);
@@ -1639,9 +1639,9 @@ static bool test_limit_demand(void)
 	EXPECT(kvp_throttled(ps) && !kvp_may_direct(ps, KVB_TIER_DEMAND),
 	       "demand about, %u in flight, limit 2: not held", ps->inflight);
 	for (i = 0; i < 4; i++)
-		kvp_rq_completed(ps, nb, t + 2, 0);
+		kvp_rq_completed(ps, nb, t + 2, 0, kvp_depth_class(false, 8));
 	kvp_rq_direct(ps, db, 4096, 0);
-	kvp_rq_completed(ps, db, t + 3, 0);
+	kvp_rq_completed(ps, db, t + 3, 0, kvp_depth_class(false, 8));
 
 	/* Within the linger after it, still in force... */
 	nb = kvp_get_batch(ps, 1, KVB_TIER_NORMAL, t + KVP_DEMAND_LINGER_NS);
@@ -1773,7 +1773,7 @@ static bool test_window_clock_order(void)
 	mini_queue(ps, b, &r);
 	list_del_init(&r.node);
 	kvp_rq_dispatched(ps, b, mini_head(b), 4096, 0);
-	kvp_rq_completed(ps, b, 200 * US, 0);
+	kvp_rq_completed(ps, b, 200 * US, 0, kvp_depth_class(false, 8));
 	EXPECT(b->state == KVP_BATCH_DRAINING, "batch not draining after its last completion");
 
 	kvp_reap(ps, 200 * US - 1);
@@ -1841,7 +1841,7 @@ static u32 share_run(u32 normal_pct, u32 prefetch_pct, u32 picks,
 		if (pick.kind != KVP_PICK_BATCH)
 			break;
 		mini_dispatch(ps, &pick, 0);
-		kvp_rq_completed(ps, pick.batch, 10 + i, 0);
+		kvp_rq_completed(ps, pick.batch, 10 + i, 0, kvp_depth_class(false, 8));
 		by_tier[pick.batch->tier]++;
 		if (idle_gap && i == first_demand && first_demand &&
 		    pick.batch->tier != KVB_TIER_DEMAND)
@@ -1916,7 +1916,7 @@ static u32 write_share_run(u32 pct, u32 picks, u32 *longest_run, bool *order)
 		} else {
 			run = 0;
 		}
-		kvp_rq_completed(ps, pick.batch, 10 * US + i, 0);
+		kvp_rq_completed(ps, pick.batch, 10 * US + i, 0, kvp_depth_class(false, 8));
 	}
 	free(mem);
 	return writes;
@@ -2077,7 +2077,7 @@ static bool test_pool_reserve(void)
 	 */
 	ps->p.window_ns = 1000 * MS;
 	kvp_rq_direct(ps, last, 4096, 2);
-	kvp_rq_completed(ps, last, 3, 0);
+	kvp_rq_completed(ps, last, 3, 0, kvp_depth_class(false, 8));
 	EXPECT(last->state == KVP_BATCH_DRAINING, "demand batch not draining");
 	b = kvp_get_batch(ps, 500, KVB_TIER_NORMAL, 4);
 	EXPECT(b->overflow && last->state == KVP_BATCH_DRAINING,
@@ -2278,7 +2278,7 @@ static bool test_defer_max_and_hold(void)
 	if (pick.kind == KVP_PICK_WRITE) {
 		list_del_init(&w[0].node);
 		kvp_rq_dispatched(ps, ps->wq, mini_head(ps->wq), 4096, 0);
-		kvp_rq_completed(ps, ps->wq, 12, 0);
+		kvp_rq_completed(ps, ps->wq, 12, 0, kvp_depth_class(true, 8));
 		ps->burst_left = 0;
 	}
 
@@ -2313,7 +2313,7 @@ static void serve_again(struct kvp_sched *ps, struct kvp_batch *db, u64 now)
 
 	list_del_init(&rq->node);
 	kvp_rq_dispatched(ps, db, mini_head(db), 4096, now);
-	kvp_rq_completed(ps, db, now, 0);
+	kvp_rq_completed(ps, db, now, 0, kvp_depth_class(false, 8));
 	rq->arrival = now;
 	mini_queue(ps, db, rq);
 }
@@ -2459,7 +2459,7 @@ static bool test_writes_vs_normal(void)
 			break;
 		before++;
 		mini_dispatch(ps, &pick, 0);
-		kvp_rq_completed(ps, pick.batch, now, 0);
+		kvp_rq_completed(ps, pick.batch, now, 0, kvp_depth_class(false, 8));
 		n[used].arrival = now;
 		mini_queue(ps, kvp_get_batch(ps, pick.batch->key,
 					     KVB_TIER_NORMAL, now),

@@ -351,7 +351,8 @@ static void kvs_complete(struct kvs_sim *s, struct kvs_req *rq)
 		s->okeys[rq->okey].unfinished--;
 	if (s->cfg.sched == KVS_KVBATCH)
 		kvp_rq_completed(s->ps, rq->batch, s->now,
-				 s->now - rq->dispatch);
+				 s->now - rq->dispatch,
+				 kvp_depth_class(rq->write, rq->nr_sectors));
 	kvs_hook(s, KVS_EV_COMPLETE, rq);
 }
 
