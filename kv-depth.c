@@ -53,8 +53,10 @@
  * windows (the service changed: GC began or ended); each only under a
  * load at least the probe's depth that shows a queue somewhere, and given
  * up if the load goes away.
- * The die count is the maximum over that span, so a GC pause or a burst
- * gap does not pull the limit down.
+ * The die count is the upper quartile of that span's windows that saw a
+ * queue: a GC pause or a burst gap does not pull the limit down, nor does
+ * one window whose latency happened to be short push it up (a window's
+ * count goes as 1 / (r - 1), so near r = 1 a little noise moves it far).
  *
  * Reads and writes (programs, erases), small and large, differ several
  * times in service time, and a load's mix moves; kvbatch's own order
@@ -103,6 +105,8 @@
 #define KVP_DEPTH_PROBE_RQS	128U
 /* A probe measures a class from this many of its completions. */
 #define KVP_DEPTH_PROBE_CL	16U
+/* The dies over a span: its windows' upper quartile, in sixteenths. */
+#define KVP_DEPTH_DIES_Q	12U
 #define KVP_DEPTH_PROBE_EVERY	(5ULL * NSEC_PER_SEC)
 /* Below this r the device queued nothing: no die count is inferred. */
 #define KVP_DEPTH_R_QUEUE	(Q16 + Q16 / 4)
@@ -134,13 +138,26 @@ void kvp_depth_set_max(struct kvp_depth *d, u32 max)
 		d->pk = d->max;
 }
 
+/* The dies over the span, Q8; 0 if no window saw a queue. */
+static u32 kvp_depth_span_dies(const struct kvp_depth *d)
+{
+	u32 v[KVP_DEPTH_SPAN], i, j, n = 0, x;
+
+	for (i = 0; i < KVP_DEPTH_SPAN; i++) {
+		x = d->dies[i];
+		if (!x)
+			continue;
+		/* Insertion sort: sixteen entries. */
+		for (j = n++; j && v[j - 1] > x; j--)
+			v[j] = v[j - 1];
+		v[j] = x;
+	}
+	return n ? v[(n - 1) * KVP_DEPTH_DIES_Q / 16] : 0;
+}
+
 u32 kvp_depth_dies(const struct kvp_depth *d)
 {
-	u32 i, dies = 0;
-
-	for (i = 0; i < KVP_DEPTH_SPAN; i++)
-		dies = max(dies, d->dies[i]);
-	return dies >> 8;
+	return kvp_depth_span_dies(d) >> 8;
 }
 
 static void kvp_depth_tick(struct kvp_depth *d, u32 inflight, u64 now)
@@ -418,9 +435,8 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 	d->out_n = 0;
 	kvp_depth_reset(d);
 
-	dies = 0;
+	dies = kvp_depth_span_dies(d);
 	for (i = 0; i < KVP_DEPTH_SPAN; i++) {
-		dies = max_t(u64, dies, d->dies[i]);
 		ceiling = max(ceiling, d->outs[i]);
 		if (d->rates[i]) {
 			rate_sum += d->rates[i];
