@@ -337,12 +337,20 @@ static u64 kvp_depth_infer(struct kvp_depth *d, u32 cl, u64 wait_ns,
 			   bool beside)
 {
 	u64 lat = div64_u64(d->lat_cl[cl], d->n_cl[cl]);
-	u64 e, *est = &d->est_ns[cl];
+	u64 e, lo = (lat >> 6) + 1, *est = &d->est_ns[cl];
+	u32 c;
 
+	/*
+	 * Where the wait is not alike (a class the device or the host
+	 * favours), the rest can be far too short: no request is served
+	 * faster than a measured smaller one of its operation.
+	 */
+	for (c = cl - cl % KVP_DEPTH_SIZES; c < cl; c++)
+		lo = max(lo, d->base_ns[c]);
+	lo = min(lo, lat);
 	/* Without a measured class beside it, the wait is not known. */
 	if (beside) {
-		e = clamp_t(u64, lat > wait_ns ? lat - wait_ns : 0,
-			    (lat >> 6) + 1, lat);
+		e = clamp_t(u64, lat > wait_ns ? lat - wait_ns : 0, lo, lat);
 		*est = *est ? *est - *est / 8 + e / 8 : e;
 	}
 	return *est;

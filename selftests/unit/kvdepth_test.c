@@ -614,6 +614,48 @@ static bool test_probe_load(void)
 	return true;
 }
 
+/*
+ * A class that waits less than the measured ones (merged demand reads
+ * that kvbatch dispatches ahead, say): its mean latency less their wait
+ * would be next to nothing. It is no faster than a smaller read the
+ * probe measured.
+ */
+static bool test_infer_floor(void)
+{
+	u32 r4k = kvp_depth_class(false, 8), r8k = kvp_depth_class(false, 16);
+	struct kvp_depth d;
+	u64 t = MS;
+	u32 i;
+
+	kvp_depth_init(&d, 256);
+	/* Deep 4 KiB reads whose latencies spread: a queue, so a probe. */
+	for (i = 0; i < 4096 && !d.probing; i++, t += 10 * US) {
+		kvp_depth_dispatched(&d, 128, t);
+		kvp_depth_completed(&d, t + 400 * US, (100 + i % 8 * 100) * US,
+				    r4k, 127, 128);
+	}
+	/* The probe: 4 KiB reads at 100 us. */
+	for (i = 0; i < 4096 && d.probing; i++, t += 100 * US) {
+		kvp_depth_dispatched(&d, 4, t);
+		kvp_depth_completed(&d, t + 100 * US, 100 * US, r4k, 3, 128);
+	}
+	EXPECT(!d.probing && d.base_ns[r4k] == 100 * US,
+	       "probing %d, 4 KiB reads measured at %llu us", d.probing,
+	       (unsigned long long)d.base_ns[r4k] / US);
+	/* Loaded: 4 KiB reads wait 900 us, 8 KiB ones take 300 in all. */
+	for (i = 0; i < 4096; i++, t += 10 * US) {
+		bool big = i % 4 == 0;
+
+		kvp_depth_dispatched(&d, 128, t);
+		kvp_depth_completed(&d, t + MS, big ? 300 * US : MS,
+				    big ? r8k : r4k, 127, 128);
+	}
+	EXPECT(d.est_ns[r8k] >= 100 * US && d.est_ns[r8k] <= 300 * US,
+	       "8 KiB reads inferred at %llu us, not 100 to 300",
+	       (unsigned long long)d.est_ns[r8k] / US);
+	return true;
+}
+
 TAP_MAIN(
 	{ test_knee_16_cv0, "16 dies, CV 0: throughput held, recall halved" },
 	{ test_knee_16_cv50, "16 dies, CV 0.5: throughput held, recall halved" },
@@ -632,4 +674,5 @@ TAP_MAIN(
 	{ test_rate_capped, "a device capped by rate: held at the probe's depth" },
 	{ test_rate_capped_jitter, "capped, varying service: deeper in steps" },
 	{ test_probe_load, "a probe needs a queue under load, ends with it" },
+	{ test_infer_floor, "an inferred class is no faster than a smaller one" },
 )
