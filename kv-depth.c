@@ -337,20 +337,28 @@ static u64 kvp_depth_infer(struct kvp_depth *d, u32 cl, u64 wait_ns,
 			   bool beside)
 {
 	u64 lat = div64_u64(d->lat_cl[cl], d->n_cl[cl]);
-	u64 e, lo = (lat >> 6) + 1, *est = &d->est_ns[cl];
-	u32 c;
+	u64 e, lo = (lat >> 6) + 1, hi = lat, *est = &d->est_ns[cl];
+	u32 c, size = cl % KVP_DEPTH_SIZES;
 
 	/*
-	 * Where the wait is not alike (a class the device or the host
-	 * favours), the rest can be far too short: no request is served
-	 * faster than a measured smaller one of its operation.
+	 * Where the wait is not alike, the rest is wrong: too short for a
+	 * class the device or the host favours, too long for one that waits
+	 * on two dies' queues (a request across a stripe). But no request is
+	 * served faster than a measured smaller one of its operation, nor
+	 * slower than that one's time per size (at most twice its bucket's
+	 * factor: the smaller bucket may hold requests half its top size).
 	 */
-	for (c = cl - cl % KVP_DEPTH_SIZES; c < cl; c++)
+	for (c = cl - size; c < cl; c++) {
+		if (!d->base_ns[c])
+			continue;
 		lo = max(lo, d->base_ns[c]);
-	lo = min(lo, lat);
+		if (size < KVP_DEPTH_SIZES - 1)
+			hi = min(hi, d->base_ns[c] << (cl - c + 1));
+	}
+	lo = min(lo, hi);
 	/* Without a measured class beside it, the wait is not known. */
 	if (beside) {
-		e = clamp_t(u64, lat > wait_ns ? lat - wait_ns : 0, lo, lat);
+		e = clamp_t(u64, lat > wait_ns ? lat - wait_ns : 0, lo, hi);
 		*est = *est ? *est - *est / 8 + e / 8 : e;
 	}
 	return *est;

@@ -618,11 +618,13 @@ static bool test_probe_load(void)
  * A class that waits less than the measured ones (merged demand reads
  * that kvbatch dispatches ahead, say): its mean latency less their wait
  * would be next to nothing. It is no faster than a smaller read the
- * probe measured.
+ * probe measured. One that waits more (on two dies' queues) is no slower
+ * than that read's time per size, to a factor of two.
  */
 static bool test_infer_floor(void)
 {
 	u32 r4k = kvp_depth_class(false, 8), r8k = kvp_depth_class(false, 16);
+	u32 r16k = kvp_depth_class(false, 32);
 	struct kvp_depth d;
 	u64 t = MS;
 	u32 i;
@@ -653,6 +655,17 @@ static bool test_infer_floor(void)
 	EXPECT(d.est_ns[r8k] >= 100 * US && d.est_ns[r8k] <= 300 * US,
 	       "8 KiB reads inferred at %llu us, not 100 to 300",
 	       (unsigned long long)d.est_ns[r8k] / US);
+	/* 16 KiB reads that wait on two dies: 5 ms in all, 4.1 beyond. */
+	for (i = 0; i < 4096; i++, t += 10 * US) {
+		bool big = i % 4 == 0;
+
+		kvp_depth_dispatched(&d, 128, t);
+		kvp_depth_completed(&d, t + MS, big ? 5 * MS : MS,
+				    big ? r16k : r4k, 127, 128);
+	}
+	EXPECT(d.est_ns[r16k] >= 100 * US && d.est_ns[r16k] <= 800 * US,
+	       "16 KiB reads inferred at %llu us, not 100 to 800",
+	       (unsigned long long)d.est_ns[r16k] / US);
 	return true;
 }
 
@@ -674,5 +687,5 @@ TAP_MAIN(
 	{ test_rate_capped, "a device capped by rate: held at the probe's depth" },
 	{ test_rate_capped_jitter, "capped, varying service: deeper in steps" },
 	{ test_probe_load, "a probe needs a queue under load, ends with it" },
-	{ test_infer_floor, "an inferred class is no faster than a smaller one" },
+	{ test_infer_floor, "an inferred class is bounded by a smaller one" },
 )
