@@ -621,6 +621,25 @@ static bool test_probe_load(void)
  * probe measured. One that waits more (on two dies' queues) is no slower
  * than that read's time per size, to a factor of two.
  */
+/*
+ * 4096 completions 128 deep: 4 KiB reads taking 1 ms, and a quarter of
+ * class @cl taking @lat_ns.
+ */
+static u64 loaded(struct kvp_depth *d, u64 t, u32 cl, u64 lat_ns)
+{
+	u32 i;
+
+	for (i = 0; i < 4096; i++, t += 10 * US) {
+		bool other = i % 4 == 0;
+
+		kvp_depth_dispatched(d, 128, t);
+		kvp_depth_completed(d, t + MS, other ? lat_ns : MS,
+				    other ? cl : kvp_depth_class(false, 8), 127,
+				    128);
+	}
+	return t;
+}
+
 static bool test_infer_floor(void)
 {
 	u32 r4k = kvp_depth_class(false, 8), r8k = kvp_depth_class(false, 16);
@@ -645,24 +664,12 @@ static bool test_infer_floor(void)
 	       "probing %d, 4 KiB reads measured at %llu us", d.probing,
 	       (unsigned long long)d.base_ns[r4k] / US);
 	/* Loaded: 4 KiB reads wait 900 us, 8 KiB ones take 300 in all. */
-	for (i = 0; i < 4096; i++, t += 10 * US) {
-		bool big = i % 4 == 0;
-
-		kvp_depth_dispatched(&d, 128, t);
-		kvp_depth_completed(&d, t + MS, big ? 300 * US : MS,
-				    big ? r8k : r4k, 127, 128);
-	}
+	t = loaded(&d, t, r8k, 300 * US);
 	EXPECT(d.est_ns[r8k] >= 100 * US && d.est_ns[r8k] <= 300 * US,
 	       "8 KiB reads inferred at %llu us, not 100 to 300",
 	       (unsigned long long)d.est_ns[r8k] / US);
 	/* 16 KiB reads that wait on two dies: 5 ms in all, 4.1 beyond. */
-	for (i = 0; i < 4096; i++, t += 10 * US) {
-		bool big = i % 4 == 0;
-
-		kvp_depth_dispatched(&d, 128, t);
-		kvp_depth_completed(&d, t + MS, big ? 5 * MS : MS,
-				    big ? r16k : r4k, 127, 128);
-	}
+	loaded(&d, t, r16k, 5 * MS);
 	EXPECT(d.est_ns[r16k] >= 100 * US && d.est_ns[r16k] <= 800 * US,
 	       "16 KiB reads inferred at %llu us, not 100 to 800",
 	       (unsigned long long)d.est_ns[r16k] / US);
