@@ -57,12 +57,13 @@ for series in ${DEBUG_SERIES:-6.1 6.12 7.3}; do
 		ktap_test_fail "debug kernel built from linux-source-$series"
 		continue
 	fi
-	if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules > "$logdir/build-$k.log" 2>&1 &&
+	# kvssd too: the depth controller's tests need a device that queues.
+	if make --no-print-directory KERNELRELEASE="$k" W=1 -B modules kvssd > "$logdir/build-$k.log" 2>&1 &&
 	   ! grep -qE 'warning:|error:' "$logdir/build-$k.log"; then
-		ktap_test_pass "kvbatch builds against $k with W=1, warning-free"
+		ktap_test_pass "kvbatch and kvssd build against $k with W=1, warning-free"
 	else
 		grep -E 'warning:|error:' "$logdir/build-$k.log" | ktap_diag
-		ktap_test_fail "kvbatch builds against $k with W=1, warning-free"
+		ktap_test_fail "kvbatch and kvssd build against $k with W=1, warning-free"
 		continue
 	fi
 	# The tests that remove a SCSI disk boot on their own, after the
