@@ -391,7 +391,7 @@ static bool kvp_depth_work(struct kvp_depth *d, u64 *work, u64 *m2)
 		m[cl] = d->base_ns[cl];
 		if (!d->n_cl[cl] || m[cl])
 			continue;
-		m[cl] = kvp_depth_infer(d, cl, wait, n);
+		m[cl] = kvp_depth_infer(d, cl, wait, n != 0);
 		if (!m[cl])
 			return false;
 		*work += d->n_cl[cl] * m[cl];
@@ -543,8 +543,6 @@ bool kvp_depth_completed(struct kvp_depth *d, u64 now, u64 lat_ns, u32 cl,
 	}
 	d->n++;
 	d->lat_ns += lat_ns;
-	if (cl >= KVP_DEPTH_CLASSES)
-		cl = 0;
 	d->n_cl[cl]++;
 	d->lat_cl[cl] += lat_ns;
 	if (d->probing) {
