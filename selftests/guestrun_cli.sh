@@ -10,9 +10,11 @@
 # boots once more a guest that died while booting, and only once: a real
 # boot with too little memory for its initramfs (96 MiB: the 6.1 kernel
 # panics "Out of memory and no killable processes" about 2 s in, before
-# any mark), which dies the second time too. selftests/run-all.sh runs it
-# before the first guest boots: a guest starting while the module is made
-# old would be refused.
+# any mark), which dies the second time too; and tcg_int3() tells an
+# "Oops: int3" of TCG's, which boots again too, from one in kvbatch's code
+# or on its stack, on kernel logs as a boot leaves them.
+# selftests/run-all.sh runs it before the first guest boots: a guest
+# starting while the module is made old would be refused.
 # Output is TAP (ktap_helpers.sh).
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,7 +31,7 @@ for k in $(make -s -C "$top" --no-print-directory print-kernels); do
 	[ -f "$top/build/$k/kvbatch.ko" ] && { krel=$k; break; }
 done
 [ -n "$krel" ] || ktap_exit_skip "no kernel with a built module (run make all-kernels)"
-ktap_set_plan 11
+ktap_set_plan 14
 
 "$top/tools/kvvm" -k "$krel" --plugin "$tmp/nosuch.so" -- true > /dev/null 2> "$tmp/err"
 rc=$?
@@ -79,6 +81,56 @@ nothing_claimed() {
 }
 ktap_check "run-guest.sh with no such test: exit 2 with the usage, nothing claimed" \
 	nothing_claimed
+
+# tcg_int3() on kernel logs as a boot leaves them: an int3 Oops in the
+# kernel's own code is TCG's (boot again), one in kvbatch's code or with
+# its frame on the stack is kvbatch's, and a report that is not an int3
+# Oops is never TCG's.
+# int3_log NAME RIP FRAME FIRST: a kvvm log and a console log, NAME.kvvm
+# and NAME.console, whose first report is FIRST ("Oops: int3" or
+# another), struck at RIP, with FRAME on its call trace.
+int3_log() {
+	local c=$tmp/$1.console line="[   48.102345] $4: 0000 [#1] PREEMPT SMP NOPTI"
+
+	printf 'kvvm: kernel report: after "start kvb_irqoff.sh": %s\n' \
+		"$line" > "$tmp/$1.kvvm"
+	{
+		echo "[   48.100000] kvvm-mark: start kvb_irqoff.sh"
+		echo "$line"
+		echo "[   48.102400] CPU: 1 UID: 0 PID: 1234 Comm: bpftrace Tainted: G           O       7.3.4+deb13-amd64 #1"
+		echo "[   48.102410] Modules linked in: kvbatch(O) kvssd(O) null_blk"
+		echo "[   48.102500] RIP: 0010:$2"
+		echo "[   48.102600] Call Trace:"
+		echo "[   48.102610]  <TASK>"
+		echo "[   48.102620]  $3"
+		echo "[   48.102630]  entry_SYSCALL_64_after_hwframe+0x76/0x7e"
+		echo "[   48.102640]  </TASK>"
+		echo "[   48.102650] ---[ end trace 0000000000000000 ]---"
+		echo "[   48.200000] BUG: kernel NULL pointer dereference, address: 0000000000000008"
+		echo "[   48.200010]  kvb_dispatch_request+0x10/0x200 [kvbatch]"
+	} > "$c"
+}
+int3_log kernel ksys_read+0x5/0xe0 do_syscall_64+0x82/0x190 "Oops: int3"
+int3_log frame ksys_read+0x5/0xe0 "kvb_drain+0x1c/0x90 [kvbatch]" "Oops: int3"
+int3_log rip "kvp_choose+0x5/0x300 [kvbatch]" do_syscall_64+0x82/0x190 "Oops: int3"
+int3_log bug ksys_read+0x5/0xe0 do_syscall_64+0x82/0x190 "BUG: unable to handle page fault for address: ffffc90000000000"
+# shellcheck disable=SC2317
+int3_is() {
+	(
+		# shellcheck source=selftests/lib-host.sh
+		source "$top/selftests/lib-host.sh" > /dev/null
+		tcg_int3 "$tmp/$1.kvvm" "$tmp/$1.console"
+	)
+}
+# shellcheck disable=SC2317
+int3_ours() {
+	! int3_is frame && ! int3_is rip
+}
+ktap_check "tcg_int3: an int3 Oops in the kernel's code is TCG's" int3_is kernel
+ktap_check "tcg_int3: not with a kvbatch frame on its stack, or struck in kvbatch" \
+	int3_ours
+ktap_check "tcg_int3: a first report other than an int3 Oops is never TCG's" \
+	eval '! int3_is bug'
 
 # In a subshell: lib-host.sh sources ktap_helpers.sh, whose counts are
 # this script's.

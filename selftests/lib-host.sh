@@ -141,19 +141,54 @@ guest_died_booting() {
 		! grep -qs kvbatch "$logdir/console-$1.log"
 }
 
-# guest_retry KREL: if KREL's ended boot (KVB_BOOT names it) died while
-# booting and was not booted again yet, say so with its first report and
-# start it again with the same tests; the first boot's logs are kept as
-# *.died.log. True if it did. A second death is a failure like any other.
-# The boot's time keeps counting from the first start: the run took both.
-guest_retry() {
-	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} f t0
+# tcg_int3 KVVMLOG CONSOLE: the first kernel report of a boot (as in
+# kreport_brief()) is an "Oops: int3" whose report, to its end, names
+# nothing of kvbatch's or kvssd's: no frame of either module and no
+# function of theirs. That is the transient int3 of a code patch that a
+# vCPU of multi-threaded TCG ran after the patch was over (testing.rst,
+# "Oops: int3"), in code the kernel patched for itself (ftrace, a static
+# key). An int3 in kvbatch's code, or with its frames on the stack, is
+# not taken for it.
+tcg_int3() {
+	local first
 
-	[ -z "${guest_retried[$boot]:-}" ] && guest_died_booting "$boot" ||
+	[ -f "$2" ] || return 1
+	first=$(awk '/^kvvm: kernel report: after "/ {
+		print substr($0, index($0, "\": ") + 3); exit }' "$1")
+	case $first in
+	*"Oops: int3"*) ;;
+	*) return 1 ;;
+	esac
+	awk -v first="$first" '
+	!on && index($0, first) == 1 { on = 1 }
+	!on { next }
+	/\[(kvbatch|kvssd)\]/ || /[^A-Za-z0-9_](kvb|kvp|kvssd)_[A-Za-z0-9_]*\+0x/ {
+		ours = 1; exit
+	}
+	/---\[ end trace/ { exit }
+	END { exit !on || ours }' "$2"
+}
+
+# guest_retry KREL: if KREL's ended boot (KVB_BOOT names it) died while
+# booting, or its first report is a TCG int3 (tcg_int3()), and it was not
+# booted again yet, say so with its first report and start it again with
+# the same tests; the first boot's logs are kept as *.died.log. True if
+# it did. A second death is a failure like any other. The boot's time
+# keeps counting from the first start: the run took both.
+guest_retry() {
+	local k=$1 boot=$1${KVB_BOOT:+-$KVB_BOOT} f t0 why
+
+	[ -z "${guest_retried[$boot]:-}" ] || return 1
+	if guest_died_booting "$boot"; then
+		why="died while booting, before kvbatch was loaded"
+	elif tcg_int3 "$logdir/guest-$boot.log" "$logdir/console-$boot.log"; then
+		why="hit a TCG int3 outside kvbatch and kvssd"
+	else
 		return 1
+	fi
 	guest_retried[$boot]=1
 	grep -m 1 '^kvvm: kernel report: after' "$logdir/guest-$boot.log" |
-		sed "s/^/# $boot: died while booting, before kvbatch was loaded; booting it again: /"
+		sed "s/^/# $boot: $why; booting it again: /"
 	for f in console guest; do
 		[ ! -f "$logdir/$f-$boot.log" ] ||
 			mv "$logdir/$f-$boot.log" "$logdir/$f-$boot.died.log"
