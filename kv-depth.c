@@ -27,10 +27,12 @@
  * number of dies, D = X base / u: BBR's rate times minimum latency,
  * corrected for dies that were idle. In flight, D dies at utilisation u
  * hold D u r(u) requests. The load's own depth C would run them at u_c, a
- * root of that
- * quadratic; the limit is the depth at KVP_DEPTH_U_STAR of u_c, the
- * shallowest that keeps that share of the throughput. C is the number of
- * requests outstanding (in flight and queued) as the load's completions
+ * root of that quadratic; the limit is the depth at a share of u_c, the
+ * shallowest that keeps that share of the throughput: 97.5% unless the
+ * auto_keep_permille tunable says otherwise, since only the user can
+ * weigh the other work's throughput against the recalls' time (the dies'
+ * queues that throughput needs are where a recall waits). C is the number
+ * of requests outstanding (in flight and queued) as the load's completions
  * see it, the most over KVP_DEPTH_SPAN windows, at most the ceiling: a
  * mean over completions rather than over time, so idle gaps do not lower
  * it, and rather than the peak, which a closed-loop load with recall
@@ -71,7 +73,7 @@
  * grow with depth at all (one busy unit, or capped by rate, as a
  * throttled virtual disk), where latency grows with depth as it would
  * with dies far from saturation. The probe tells: if its depth already
- * gave KVP_DEPTH_U_STAR of the mean rate seen deeper, the limit is held
+ * gave that share of the mean rate seen deeper, the limit is held
  * at the probe's depth. After each later probe the rate is measured
  * deeper again, but a window at a time at twice the depth before, up to
  * the formula's limit, and back to the hold at the first window whose
@@ -99,7 +101,6 @@
 #include "kv-depth.h"
 
 #define Q16			BIT_ULL(16)
-#define KVP_DEPTH_U_STAR	63898ULL	/* 0.975, Q16 */
 #define KVP_DEPTH_WINDOW_MIN	64U
 #define KVP_DEPTH_PROBE		4U
 #define KVP_DEPTH_PROBE_RQS	128U
@@ -121,6 +122,13 @@ void kvp_depth_init(struct kvp_depth *d, u32 max)
 	d->limit = d->max;
 	d->pk = d->max;
 	d->probe_every = KVP_DEPTH_PROBE_EVERY;
+	kvp_depth_set_keep(d, KVP_DEPTH_KEEP);
+}
+
+void kvp_depth_set_keep(struct kvp_depth *d, u32 permille)
+{
+	/* Rounded; at most 1000 << 16, which 32 bits hold. */
+	d->keep = (min(permille, 1000U) * 65536 + 500) / 1000;
 }
 
 void kvp_depth_set_max(struct kvp_depth *d, u32 max)
@@ -292,7 +300,7 @@ static u32 kvp_depth_step(struct kvp_depth *d, u64 rate)
 {
 	if (d->limit <= KVP_DEPTH_PROBE)
 		return d->limit;
-	if (d->probe_rate * Q16 >= KVP_DEPTH_U_STAR * rate)
+	if (d->probe_rate * Q16 >= d->keep * rate)
 		return min(KVP_DEPTH_PROBE, d->max);
 	if (2 * d->limit < d->pk)
 		return 2 * d->limit;
@@ -412,7 +420,7 @@ static bool kvp_depth_work(struct kvp_depth *d, u64 *work, u64 *m2)
 	return true;
 }
 
-/* A window is complete: the limit that keeps U_STAR of the throughput. */
+/* A window is complete: the limit that keeps its share of the throughput. */
 static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 {
 	u64 rate = div64_u64((u64)d->n * NSEC_PER_SEC, d->busy_ns);
@@ -478,7 +486,7 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 		if (kvp_depth_r(k, uc) < KVP_DEPTH_R_CEIL) {
 			limit = d->max;
 		} else {
-			ut = (KVP_DEPTH_U_STAR * uc) >> 16;
+			ut = (d->keep * uc) >> 16;
 			limit = ((dies * ut >> 16) * kvp_depth_r(k, ut) >> 24) +
 				1;
 			limit = clamp_t(u64, limit, 1, d->max);
@@ -486,7 +494,7 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 		d->pk = limit;
 	}
 	/*
-	 * The probe's depth already gave U_STAR of the rate seen deeper
+	 * The probe's depth already gave the share of the rate seen deeper
 	 * since: more depth buys no throughput there (one busy unit, a
 	 * device capped by rate), whatever the formula says. Hold it at the
 	 * probe's depth; each probe measures deeper again, in steps. The
@@ -497,7 +505,7 @@ static bool kvp_depth_window(struct kvp_depth *d, u64 now)
 		limit = kvp_depth_step(d, rate);
 	} else if (d->probe_rate && nr_rates &&
 		   d->probe_rate * Q16 * nr_rates >=
-		   KVP_DEPTH_U_STAR * rate_sum) {
+		   d->keep * rate_sum) {
 		limit = min(KVP_DEPTH_PROBE, d->max);
 		d->held = true;
 	}

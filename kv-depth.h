@@ -18,6 +18,8 @@
 
 /* Windows of the filters over the dies' count and the load's depth. */
 #define KVP_DEPTH_SPAN		16
+/* The throughput the limit keeps unless told otherwise, in thousandths. */
+#define KVP_DEPTH_KEEP		975U
 
 /*
  * Classes of request, each with its own unloaded service time: reads, and
@@ -38,6 +40,7 @@ static inline u32 kvp_depth_class(bool write, u32 sectors)
 struct kvp_depth {
 	u32	limit;		/* in [1, max]; READ_ONCE() outside the lock */
 	u32	max;		/* the host's ceiling: what the device holds */
+	u32	keep;		/* share of the throughput kept, Q16 */
 	bool	probing;	/* the limit is KVP_DEPTH_PROBE, engaged or not */
 	u32	saved;		/* the limit to restore after the probe */
 
@@ -98,6 +101,12 @@ struct kvp_depth {
 void kvp_depth_init(struct kvp_depth *d, u32 max);
 /* The ceiling changed (nr_requests): the limit follows it or is clamped. */
 void kvp_depth_set_max(struct kvp_depth *d, u32 max);
+/*
+ * The share of the throughput at the load's own depth that the limit
+ * keeps, in thousandths (kvp_depth_init(): KVP_DEPTH_KEEP). The next
+ * window's limit follows it.
+ */
+void kvp_depth_set_keep(struct kvp_depth *d, u32 permille);
 /* A request entered the device; @inflight counts it. */
 void kvp_depth_dispatched(struct kvp_depth *d, u32 inflight, u64 now);
 /*

@@ -700,6 +700,7 @@ void kvp_params_from_tunables(struct kvp_params *p, const unsigned int *tun)
 	p->write_defer_max = tun[KVB_WRITE_DEFER_MAX];
 	p->window_ns = (u64)tun[KVB_BATCH_WINDOW_US] * NSEC_PER_USEC;
 	p->max_inflight = tun[KVB_MAX_INFLIGHT];
+	p->auto_keep_permille = tun[KVB_AUTO_KEEP_PERMILLE];
 	p->share_pct[KVB_TIER_NORMAL] = tun[KVB_NORMAL_SHARE_PCT];
 	p->share_pct[KVB_TIER_PREFETCH] = tun[KVB_PREFETCH_SHARE_PCT];
 	p->share_pct[KVB_TIER_WRITE] = tun[KVB_WRITE_SHARE_PCT];
@@ -717,6 +718,7 @@ void kvp_set_params(struct kvp_sched *ps, const struct kvp_params *p)
 		kvp_depth_init(&ps->depth, p->limit_ceiling);
 	else if (p->limit_ceiling != ps->depth.max)
 		kvp_depth_set_max(&ps->depth, p->limit_ceiling);
+	kvp_depth_set_keep(&ps->depth, p->auto_keep_permille);
 }
 
 /*

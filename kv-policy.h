@@ -59,6 +59,7 @@ struct kvp_params {
 	u32	write_batch;
 	u32	write_defer_max;
 	u32	max_inflight;		/* 0: no limit */
+	u32	auto_keep_permille;	/* throughput the automatic one keeps */
 	/*
 	 * The tunable is 0: the depth controller (kvp_sched.depth) sets the
 	 * limit, and it applies only while demand is about or the controller
