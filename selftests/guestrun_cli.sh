@@ -31,7 +31,7 @@ for k in $(make -s -C "$top" --no-print-directory print-kernels); do
 	[ -f "$top/build/$k/kvbatch.ko" ] && { krel=$k; break; }
 done
 [ -n "$krel" ] || ktap_exit_skip "no kernel with a built module (run make all-kernels)"
-ktap_set_plan 14
+ktap_set_plan 15
 
 "$top/tools/kvvm" -k "$krel" --plugin "$tmp/nosuch.so" -- true > /dev/null 2> "$tmp/err"
 rc=$?
@@ -131,6 +131,29 @@ ktap_check "tcg_int3: not with a kvbatch frame on its stack, or struck in kvbatc
 	int3_ours
 ktap_check "tcg_int3: a first report other than an int3 Oops is never TCG's" \
 	eval '! int3_is bug'
+
+# guest_unclaim(): a boot that died after claiming tests gives back the
+# claims of those it started (a result or not), and no other boot's.
+# shellcheck disable=SC2317
+unclaimed() {
+	mkdir -p "$tmp/ul/claims/kvb_a.sh" "$tmp/ul/claims/kvb_b.sh" \
+		"$tmp/ul/claims/kvb_c.sh"
+	printf '%s\n' "TAP version 13" "# selftests: kvbatch: kvb_a.sh" \
+		"# # ok 1 first" "ok 1 selftests: kvbatch: kvb_a.sh # 3s" \
+		"# selftests: kvbatch: kvb_b.sh" "# # ok 1 half" \
+		> "$tmp/ul/guest-K-part1.log"
+	(
+		logdir=$tmp/ul
+		# shellcheck source=selftests/lib-host.sh
+		source "$top/selftests/lib-host.sh" > /dev/null
+		guest_args[K-part1]="--claim $tmp/ul/claims kvb_a.sh kvb_b.sh"
+		guest_unclaim K-part1
+	)
+	[ ! -e "$tmp/ul/claims/kvb_a.sh" ] && [ ! -e "$tmp/ul/claims/kvb_b.sh" ] &&
+		[ -d "$tmp/ul/claims/kvb_c.sh" ]
+}
+ktap_check "guest_unclaim: a dead boot's started tests are claimable again" \
+	unclaimed
 
 # In a subshell: lib-host.sh sources ktap_helpers.sh, whose counts are
 # this script's.

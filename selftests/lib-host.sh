@@ -169,6 +169,21 @@ tcg_int3() {
 	END { exit !on || ours }' "$2"
 }
 
+# guest_unclaim BOOT: give back the claims (run-guest.sh --claim) of the
+# tests the ended boot BOOT started, so that they run again, in the boot
+# that replaces it or in its kernel's other boot: without their results
+# in its log, which a retry sets aside, they would have none.
+guest_unclaim() {
+	local dir t
+
+	dir=$(sed -n 's/^--claim \([^ ]*\) .*/\1/p' <<< "${guest_args[$1]} ")
+	[ -n "$dir" ] || return 0
+	sed -n 's/^# selftests: kvbatch: \([^ ]*\)$/\1/p' "$logdir/guest-$1.log" |
+		while read -r t; do
+			rmdir "$dir/$t" 2> /dev/null || true
+		done
+}
+
 # guest_retry KREL: if KREL's ended boot (KVB_BOOT names it) died while
 # booting, or its first report is a TCG int3 (tcg_int3()), and it was not
 # booted again yet, say so with its first report and start it again with
@@ -189,6 +204,7 @@ guest_retry() {
 	guest_retried[$boot]=1
 	grep -m 1 '^kvvm: kernel report: after' "$logdir/guest-$boot.log" |
 		sed "s/^/# $boot: $why; booting it again: /"
+	guest_unclaim "$boot"
 	for f in console guest; do
 		[ ! -f "$logdir/$f-$boot.log" ] ||
 			mv "$logdir/$f-$boot.log" "$logdir/$f-$boot.died.log"
