@@ -204,6 +204,10 @@ guest_retry() {
 	guest_retried[$boot]=1
 	grep -m 1 '^kvvm: kernel report: after' "$logdir/guest-$boot.log" |
 		sed "s/^/# $boot: $why; booting it again: /"
+	# Failures before the death stay on record, though their tests
+	# run again.
+	grep -E '^not ok [0-9]+ selftests:' "$logdir/guest-$boot.log" |
+		sed "s/^/# $boot (first boot): /" || true
 	guest_unclaim "$boot"
 	for f in console guest; do
 		[ ! -f "$logdir/$f-$boot.log" ] ||
