@@ -18,7 +18,10 @@
 
 /* Windows of the filters over the dies' count and the load's depth. */
 #define KVP_DEPTH_SPAN		16
-/* The throughput the limit keeps unless told otherwise, in thousandths. */
+/*
+ * The throughput the limit keeps unless told otherwise, in thousandths:
+ * the auto_keep_permille tunable's default (kv-tunables.h).
+ */
 #define KVP_DEPTH_KEEP		975U
 
 /*
