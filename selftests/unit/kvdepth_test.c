@@ -486,17 +486,17 @@ static bool test_closed(void)
  * from the depth its completions see, it binds below the closed loop's
  * own 320.
  */
+static const struct load_case closed_bursts = {
+	.qd = 320, .recalls_per_s = 1600, .batch_min = 16, .batch_span = 49,
+	.dur_ns = 3000 * MS, .warm_ns = 500 * MS,
+};
+
 static bool test_closed_bursts(void)
 {
 	struct dev_case dc = { .dies = 64, .cv_pct = 30 };
-	struct load_case lc = open_load;
+	struct load_case lc = closed_bursts;
 	struct result c, n;
 
-	lc.rho_pct = 0;
-	lc.qd = 320;
-	lc.recalls_per_s = 1600;
-	lc.batch_min = 16;
-	lc.batch_span = 49;
 	pair("64 dies, QD 320 + 16-64", &dc, &lc, &c, &n);
 	EXPECT(c.iops >= 0.97 * n.iops, "throughput %.3fx", c.iops / n.iops);
 	EXPECT(c.lim_med < lc.qd + 16, "median limit %u", c.lim_med);
@@ -515,14 +515,9 @@ static bool test_closed_bursts(void)
 static bool test_keep(void)
 {
 	struct dev_case dc = { .dies = 64, .cv_pct = 30 };
-	struct load_case lc = open_load;
+	struct load_case lc = closed_bursts;
 	struct result c, n, k, all;
 
-	lc.rho_pct = 0;
-	lc.qd = 320;
-	lc.recalls_per_s = 1600;
-	lc.batch_min = 16;
-	lc.batch_span = 49;
 	pair("64 dies, QD 320, 97.5%", &dc, &lc, &c, &n);
 	lc.keep = 900;
 	pair("64 dies, QD 320, 90%", &dc, &lc, &k, &n);
