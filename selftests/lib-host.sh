@@ -75,6 +75,13 @@ tap_points() {
 	done < <(grep -E "$re" "$file")
 }
 
+# kreport_first KVVMLOG: the console line of the first kernel report kvvm
+# found (its first "kernel report: after" line in KVVMLOG), or nothing.
+kreport_first() {
+	awk '/^kvvm: kernel report: after "/ {
+		print substr($0, index($0, "\": ") + 3); exit }' "$1"
+}
+
 # kreport_brief KVVMLOG CONSOLE: the gist of the first kernel report in
 # the guest's CONSOLE log, in at most 24 lines: the report line kvvm
 # found first (its "kernel report: after" line in KVVMLOG, by kvvm's own
@@ -86,8 +93,7 @@ kreport_brief() {
 	local first
 
 	[ -f "$2" ] || return 0
-	first=$(awk '/^kvvm: kernel report: after "/ {
-		print substr($0, index($0, "\": ") + 3); exit }' "$1")
+	first=$(kreport_first "$1")
 	[ -n "$first" ] || return 0
 	awk -v first="$first" '
 	!on && index($0, first) == 1 { on = 1 }
@@ -141,8 +147,8 @@ guest_died_booting() {
 		! grep -qs kvbatch "$logdir/console-$1.log"
 }
 
-# tcg_int3 KVVMLOG CONSOLE: the first kernel report of a boot (as in
-# kreport_brief()) is an "Oops: int3" whose report, to its end, names
+# tcg_int3 KVVMLOG CONSOLE: the first kernel report of a boot
+# (kreport_first()) is an "Oops: int3" whose report, to its end, names
 # nothing of kvbatch's or kvssd's: no frame of either module and no
 # function of theirs. That is the transient int3 of a code patch that a
 # vCPU of multi-threaded TCG ran after the patch was over (testing.rst,
@@ -153,8 +159,7 @@ tcg_int3() {
 	local first
 
 	[ -f "$2" ] || return 1
-	first=$(awk '/^kvvm: kernel report: after "/ {
-		print substr($0, index($0, "\": ") + 3); exit }' "$1")
+	first=$(kreport_first "$1")
 	case $first in
 	*"Oops: int3"*) ;;
 	*) return 1 ;;

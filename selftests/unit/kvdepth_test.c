@@ -479,6 +479,11 @@ static bool test_closed(void)
 	return true;
 }
 
+static const struct load_case closed_bursts = {
+	.qd = 320, .recalls_per_s = 1600, .batch_min = 16, .batch_span = 49,
+	.dur_ns = 3000 * MS, .warm_ns = 500 * MS,
+};
+
 /*
  * A closed-loop load (256 foreign and 64 prefetch readers, say) with
  * large recall batches on top: the load is deepest only while a batch is
@@ -486,11 +491,6 @@ static bool test_closed(void)
  * from the depth its completions see, it binds below the closed loop's
  * own 320.
  */
-static const struct load_case closed_bursts = {
-	.qd = 320, .recalls_per_s = 1600, .batch_min = 16, .batch_span = 49,
-	.dur_ns = 3000 * MS, .warm_ns = 500 * MS,
-};
-
 static bool test_closed_bursts(void)
 {
 	struct dev_case dc = { .dies = 64, .cv_pct = 30 };
@@ -646,13 +646,6 @@ static bool test_probe_load(void)
 }
 
 /*
- * A class that waits less than the measured ones (merged demand reads
- * that kvbatch dispatches ahead, say): its mean latency less their wait
- * would be next to nothing. It is no faster than a smaller read the
- * probe measured. One that waits more (on two dies' queues) is no slower
- * than that read's time per size, to a factor of two.
- */
-/*
  * 4096 completions 128 deep: 4 KiB reads taking 1 ms, and a quarter of
  * class @cl taking @lat_ns.
  */
@@ -671,6 +664,13 @@ static u64 loaded(struct kvp_depth *d, u64 t, u32 cl, u64 lat_ns)
 	return t;
 }
 
+/*
+ * A class that waits less than the measured ones (merged demand reads
+ * that kvbatch dispatches ahead, say): its mean latency less their wait
+ * would be next to nothing. It is no faster than a smaller read the
+ * probe measured. One that waits more (on two dies' queues) is no slower
+ * than that read's time per size, to a factor of two.
+ */
 static bool test_infer_floor(void)
 {
 	u32 r4k = kvp_depth_class(false, 8), r8k = kvp_depth_class(false, 16);
