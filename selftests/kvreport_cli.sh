@@ -8,9 +8,10 @@
 # with the other host tests). Bad arguments exit 2 with the usage,
 # kvreport's and those of tools/kvsuite, which writes the results; a
 # kernel with no finished run exits 1. Each target line gives its
-# figures; a ratio that two decimals would round to 1.0 is printed with
-# three, so that a miss never reads "1.0 x". The expected figures are
-# the fixture's arithmetic, worked out below.
+# figures; a ratio that two decimals would round to its target is
+# printed with as many more as it takes, so that a miss never reads as
+# the target. The expected figures are the fixture's arithmetic, worked
+# out below.
 # Output is TAP (ktap_helpers.sh).
 set -uf
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -55,9 +56,10 @@ echo "$k" > "$d/deep.kernel"
 	# ssdsteady: kvbatch 970 of none's 1000, exactly the target; 970 of
 	# kyber's 950 is 1.02.
 	row ssdsteady 1000 900 950 800 970
-	# ssdbursty: kvbatch 969 of none's 1000: 0.969, which two decimals
-	# would print as 0.97; of mq-deadline's 990, 0.98.
-	row ssdbursty 1000 990 950 800 969
+	# ssdbursty: kvbatch 96996 of none's 100000: 0.96996, which two
+	# decimals, and three, would print as 0.97; of mq-deadline's 99000,
+	# 0.98.
+	row ssdbursty 100000 99000 95000 80000 96996
 } | jq -s . > "$d/deep.json"
 # cost: kvbatch 20 us a request against mq-deadline's 25: 0.8.
 jq -n '[{round: 1, sched: "none", ios: 1000, cpu_us: 10},
@@ -173,8 +175,8 @@ has() {
 
 ktap_check "ssdsteady: at the target is met" \
 	has "met    kvssd0 ssdsteady: IOPS >= 0.97 x none: 0.97 x none, 1.02 x best peer (kyber)"
-ktap_check "ssdbursty: a miss that rounds to the target shows three decimals" \
-	has "MISSED kvssd0 ssdbursty: IOPS >= 0.97 x none: 0.969 x none, 0.98 x best peer (mq-deadline)"
+ktap_check "ssdbursty: a miss that rounds to the target shows more decimals" \
+	has "MISSED kvssd0 ssdbursty: IOPS >= 0.97 x none: 0.96996 x none, 0.98 x best peer (mq-deadline)"
 ktap_check "cost: CPU time per request against mq-deadline's" \
 	has "met    cost: CPU time per request <= mq-deadline's: 0.8 x (20.0 vs 25.0 us)"
 ktap_check "kvssd0 prefetch: mean against the best of none and the peers" \
