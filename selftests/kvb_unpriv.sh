@@ -103,10 +103,10 @@ sum() {
 # solo runs are a few batches long, and one round of mq-deadline on a
 # busy host measured its solo time above its loaded mean (slowdown 0.6).
 # Nor the p99: of a round's 110 batches it is the second slowest, which
-# one stall of the host's vCPU thread sets (78 ms in one round, 23 in the
-# next). With the flood taken as demand (hint_demand 1), kvbatch's recall
-# mean was 14x and its p99 11x mq-deadline's; with it normal, up to 1.6x
-# the mean on a host running three guests. The bound is 3x.
+# one stall of the host's vCPU thread sets. With the flood taken as
+# demand (hint_demand 1), kvbatch's recall mean was 14x and its p99 11x
+# mq-deadline's; with it normal, up to 1.6x the mean on a host running
+# three guests. The bound is 3x.
 within() {
 	awk -v a="$1" -v b="$2" 'BEGIN { exit !(a > 0 && b > 0 && a <= 3 * b) }'
 }
